@@ -1,0 +1,35 @@
+# The two commands of the README:
+#   make run   build, install what is missing, start a local backend with
+#              remold in front of it, print the connection string.
+#   make test  build and run every test (unit, e2e with pymongo and
+#              mongo-c-driver, malformed input, 60 s codec fuzz).
+BUILD ?= build
+FUZZ_BUILD ?= build-fuzz
+JOBS ?= $(shell nproc)
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+fuzz-build: deps
+	CXX=clang++-14 cmake -S tests/fuzz -B $(FUZZ_BUILD) -G Ninja >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+test: build fuzz-build
+	cd $(BUILD) && ctest --output-on-failure -j 1
+
+run: build
+	@bash scripts/run-local.sh $(BUILD)/remold
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(FUZZ_BUILD)
+
+.PHONY: all deps build fuzz-build test run bench clean

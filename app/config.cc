@@ -1,0 +1,144 @@
+#include "app/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <charconv>
+#include <filesystem>
+#include <optional>
+
+namespace remold {
+namespace {
+
+constexpr std::array<std::string_view, 6> kLogLevels = {"trace", "debug", "info",
+                                                        "warn",  "error", "off"};
+
+struct Setting {
+  std::string_view file_key;
+  std::string_view flag;
+  std::string_view help;
+};
+
+constexpr std::array<Setting, 7> kSettings = {{
+    {"listen", "--listen", "HOST:PORT   address to accept clients on (default 127.0.0.1:27018)"},
+    {"backend", "--backend", "URI         backend, mongodb://host[:port][,...][?options] (required)"},
+    {"rules", "--rules", "DIR         rules directory (one YAML file per collection)"},
+    {"log_level", "--log-level", "LEVEL       trace, debug, info, warn, error or off (default info)"},
+    {"threads", "--threads", "N           worker threads (default: one per core)"},
+    {"drain_timeout_ms", "--drain-timeout-ms", "MS    how long SIGTERM waits for in-flight requests (default 30000)"},
+    {"config", "--config", "FILE        YAML file with the keys above (flags override it)"},
+}};
+
+std::string ExpectedKeys() {
+  std::string keys;
+  for (const Setting& s : kSettings) {
+    if (s.file_key == "config") continue;
+    if (!keys.empty()) keys += ", ";
+    keys += s.file_key;
+  }
+  return keys;
+}
+
+int ParsePositiveInt(std::string_view text, std::string_view name) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0)
+    throw ConfigError(std::string(name) + ": expected a non-negative integer, got '" +
+                      std::string(text) + "'");
+  return value;
+}
+
+// Applies one setting, named by its file key, from its text value.
+void Apply(Config& config, std::string_view key, const std::string& value, std::string_view name) {
+  std::string error;
+  if (key == "listen") {
+    std::optional<HostAndPort> listen = ParseHostAndPort(value, error);
+    if (!listen) throw ConfigError(std::string(name) + ": " + error + " (expected HOST:PORT)");
+    config.listen = *listen;
+  } else if (key == "backend") {
+    config.backend_uri = value;
+  } else if (key == "rules") {
+    config.rules_dir = value;
+  } else if (key == "log_level") {
+    if (std::find(kLogLevels.begin(), kLogLevels.end(), value) == kLogLevels.end())
+      throw ConfigError(std::string(name) + ": unknown log level '" + value +
+                        "' (expected trace, debug, info, warn, error or off)");
+    config.log_level = value;
+  } else if (key == "threads") {
+    config.threads = ParsePositiveInt(value, name);
+  } else if (key == "drain_timeout_ms") {
+    config.drain_timeout = std::chrono::milliseconds(ParsePositiveInt(value, name));
+  }
+}
+
+void LoadFile(Config& config, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path + ": cannot read the file");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw ConfigError(path + ": expected a mapping of keys to values");
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    const std::string where = path + ":" + std::to_string(entry.first.Mark().line + 1) + ": key '" + key + "'";
+    bool known = false;
+    for (const Setting& s : kSettings) known = known || (s.file_key == key && key != "config");
+    if (!known)
+      throw ConfigError(path + ":" + std::to_string(entry.first.Mark().line + 1) +
+                        ": unknown key '" + key + "' (expected one of: " + ExpectedKeys() + ")");
+    if (!entry.second.IsScalar())
+      throw ConfigError(where + ": expected a single value");
+    Apply(config, key, entry.second.as<std::string>(), where);
+  }
+}
+
+void Validate(Config& config) {
+  if (config.backend_uri.empty())
+    throw ConfigError("backend: required (set --backend or the 'backend' key)");
+  std::string error;
+  std::optional<BackendOptions> backend = ParseBackendUri(config.backend_uri, error);
+  if (!backend) throw ConfigError("backend: " + error);
+  if (backend->tls.enabled)
+    throw ConfigError("backend: tls=true is not supported by this build yet (backend TLS is "
+                      "tracked separately); connect over a trusted network or a local TLS tunnel");
+  config.backend = *backend;
+  if (!config.rules_dir.empty() && !std::filesystem::is_directory(config.rules_dir))
+    throw ConfigError("rules: '" + config.rules_dir + "' is not a directory");
+}
+
+}  // namespace
+
+Config LoadServeConfig(const std::vector<std::string>& args) {
+  Config config;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config") {
+      if (i + 1 >= args.size()) throw ConfigError("--config: expected a file name");
+      LoadFile(config, args[i + 1]);
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    const Setting* setting = nullptr;
+    for (const Setting& s : kSettings) setting = s.flag == flag ? &s : setting;
+    if (!setting) throw ConfigError("unknown flag '" + flag + "' (see remold serve --help)");
+    if (i + 1 >= args.size()) throw ConfigError(flag + ": expected a value");
+    const std::string& value = args[++i];
+    if (setting->file_key != "config") Apply(config, setting->file_key, value, flag);
+  }
+  Validate(config);
+  return config;
+}
+
+std::string ServeUsage() {
+  std::string usage = "usage: remold serve [flags]\n\nflags:\n";
+  for (const Setting& s : kSettings) {
+    usage += "  " + std::string(s.flag) + " " + std::string(s.help) + "\n";
+  }
+  return usage;
+}
+
+}  // namespace remold

@@ -1,0 +1,167 @@
+#include "proxy/backend_uri.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace remold {
+namespace {
+
+constexpr std::string_view kScheme = "mongodb://";
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::optional<bool> ParseBool(std::string_view value) {
+  if (value == "true") return true;
+  if (value == "false") return false;
+  return std::nullopt;
+}
+
+bool ApplyOption(std::string_view key, std::string_view value, BackendOptions& out,
+                 std::string& error) {
+  std::string name = Lower(key);
+  auto boolean = [&](bool& field) {
+    std::optional<bool> b = ParseBool(value);
+    if (!b) error = "backend URI option '" + std::string(key) + "' must be true or false";
+    else field = *b;
+    return b.has_value();
+  };
+  if (name == "tls" || name == "ssl") return boolean(out.tls.enabled);
+  if (name == "tlscafile") {
+    out.tls.ca_file = value;
+    return true;
+  }
+  if (name == "tlscertificatekeyfile") {
+    out.tls.certificate_key_file = value;
+    return true;
+  }
+  if (name == "tlsallowinvalidhostnames") return boolean(out.tls.allow_invalid_hostnames);
+  if (name == "tlsallowinvalidcertificates") return boolean(out.tls.allow_invalid_certificates);
+  if (name == "tlsinsecure") {
+    bool insecure = false;
+    if (!boolean(insecure)) return false;
+    out.tls.allow_invalid_hostnames = out.tls.allow_invalid_certificates = insecure;
+    return true;
+  }
+  if (name == "connecttimeoutms") {
+    int ms = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+    if (ec != std::errc() || end != value.data() + value.size() || ms <= 0) {
+      error = "backend URI option 'connectTimeoutMS' must be a positive integer";
+      return false;
+    }
+    out.connect_timeout = std::chrono::milliseconds(ms);
+    return true;
+  }
+  // Accepted because they describe what remold already does: it connects to
+  // exactly the hosts given and leaves replica-set discovery to the backend.
+  if (name == "directconnection" || name == "replicaset" || name == "appname") return true;
+  error = "backend URI option '" + std::string(key) +
+          "' is not supported (supported: tls, tlsCAFile, tlsCertificateKeyFile, "
+          "tlsAllowInvalidHostnames, tlsAllowInvalidCertificates, tlsInsecure, "
+          "connectTimeoutMS, directConnection, replicaSet, appName)";
+  return false;
+}
+
+}  // namespace
+
+std::optional<HostAndPort> ParseHostAndPort(std::string_view text, std::string& error) {
+  HostAndPort out;
+  std::string_view port_text;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos) {
+      error = "'" + std::string(text) + "' has an unclosed '['";
+      return std::nullopt;
+    }
+    out.host = text.substr(1, close - 1);
+    std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') {
+        error = "'" + std::string(text) + "' is not [host]:port";
+        return std::nullopt;
+      }
+      port_text = rest.substr(1);
+    }
+  } else {
+    size_t colon = text.rfind(':');
+    out.host = text.substr(0, colon);
+    if (colon != std::string_view::npos) port_text = text.substr(colon + 1);
+  }
+  if (out.host.empty()) {
+    error = "'" + std::string(text) + "' has no host";
+    return std::nullopt;
+  }
+  if (!port_text.empty() || text.back() == ':') {
+    unsigned port = 0;
+    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
+      error = "'" + std::string(text) + "' has an invalid port";
+      return std::nullopt;
+    }
+    out.port = static_cast<uint16_t>(port);
+  }
+  return out;
+}
+
+std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string& error) {
+  if (uri.substr(0, kScheme.size()) != kScheme) {
+    error = "backend URI must start with mongodb:// (got '" + std::string(uri) + "')";
+    return std::nullopt;
+  }
+  std::string_view rest = uri.substr(kScheme.size());
+  size_t path = rest.find_first_of("/?");
+  std::string_view host_list = rest.substr(0, path);
+  std::string_view query;
+  if (path != std::string_view::npos) {
+    std::string_view tail = rest.substr(path);
+    size_t q = tail.find('?');
+    if (q != std::string_view::npos) query = tail.substr(q + 1);
+    std::string_view db = tail.substr(0, q);
+    if (db.size() > 1) {
+      error = "backend URI must not name a database ('" + std::string(db.substr(1)) +
+              "'): each client names its own";
+      return std::nullopt;
+    }
+  }
+  if (host_list.find('@') != std::string_view::npos) {
+    error = "backend URI must not carry credentials: each client authenticates as itself "
+            "through remold";
+    return std::nullopt;
+  }
+
+  BackendOptions out;
+  while (!host_list.empty()) {
+    size_t comma = host_list.find(',');
+    std::optional<HostAndPort> host = ParseHostAndPort(host_list.substr(0, comma), error);
+    if (!host) {
+      error = "backend URI host " + error;
+      return std::nullopt;
+    }
+    out.hosts.push_back(*host);
+    host_list = comma == std::string_view::npos ? "" : host_list.substr(comma + 1);
+  }
+  if (out.hosts.empty()) {
+    error = "backend URI names no host";
+    return std::nullopt;
+  }
+
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) {
+      error = "backend URI option '" + std::string(pair) + "' has no value";
+      return std::nullopt;
+    }
+    if (!ApplyOption(pair.substr(0, eq), pair.substr(eq + 1), out, error)) return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace remold

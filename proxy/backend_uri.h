@@ -1,0 +1,43 @@
+// The backend as a `mongodb://` URI: hosts and the connection options remold
+// honours, parsed and validated up front.
+//
+// remold relays each client's own authentication, so the URI carries no
+// credentials; an option remold does not know is an error, never ignored.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace remold {
+
+struct HostAndPort {
+  std::string host;
+  uint16_t port = 27017;
+};
+
+struct TlsOptions {
+  bool enabled = false;
+  std::string ca_file;                 // tlsCAFile
+  std::string certificate_key_file;    // tlsCertificateKeyFile
+  bool allow_invalid_hostnames = false;
+  bool allow_invalid_certificates = false;
+};
+
+struct BackendOptions {
+  std::vector<HostAndPort> hosts;
+  TlsOptions tls;
+  std::chrono::milliseconds connect_timeout{10'000};
+};
+
+// Parses "mongodb://host[:port][,host[:port]...][/][?opt=v&...]". On error
+// returns nullopt and sets `error` to one line naming what is wrong.
+std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string& error);
+
+// "host:port" or "[v6addr]:port".
+std::optional<HostAndPort> ParseHostAndPort(std::string_view text, std::string& error);
+
+}  // namespace remold

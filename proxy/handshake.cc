@@ -1,0 +1,107 @@
+#include "proxy/handshake.h"
+
+#include <bson/bson.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "proxy/op_msg.h"
+#include "proxy/op_query.h"
+#include "proxy/wire_format.h"
+
+namespace remold::wire {
+namespace {
+
+// Fields that describe the backend's replica set or its own identity.
+constexpr std::array<std::string_view, 16> kTopologyFields = {
+    "hosts",   "passives", "arbiters",    "setName", "setVersion",  "primary",
+    "me",      "secondary", "arbiterOnly", "passive", "hidden",     "tags",
+    "electionId", "lastWrite", "isreplicaset", "msg"};
+
+bool IsTopologyField(std::string_view key) {
+  return std::find(kTopologyFields.begin(), kTopologyFields.end(), key) != kTopologyFields.end();
+}
+
+}  // namespace
+
+bool IsHandshakeCommand(std::string_view command) {
+  return command == "hello" || command == "isMaster" || command == "ismaster";
+}
+
+std::vector<Compressor> OfferedCompressors(std::span<const uint8_t> hello_command) {
+  std::vector<Compressor> offered;
+  bson_t command;
+  bson_iter_t iter, child;
+  if (!bson_init_static(&command, hello_command.data(), hello_command.size()) ||
+      !bson_iter_init_find(&iter, &command, "compression") || !BSON_ITER_HOLDS_ARRAY(&iter) ||
+      !bson_iter_recurse(&iter, &child))
+    return offered;
+  while (bson_iter_next(&child)) {
+    if (!BSON_ITER_HOLDS_UTF8(&child)) continue;
+    std::optional<Compressor> c = CompressorFromName(bson_iter_utf8(&child, nullptr));
+    if (c && *c != Compressor::kNoop &&
+        std::find(offered.begin(), offered.end(), *c) == offered.end())
+      offered.push_back(*c);
+  }
+  return offered;
+}
+
+std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
+                                           std::span<const Compressor> negotiated) {
+  bson_t in;
+  bson_t out = BSON_INITIALIZER;
+  bson_iter_t iter;
+  if (bson_init_static(&in, reply.data(), reply.size()) && bson_iter_init(&iter, &in)) {
+    while (bson_iter_next(&iter)) {
+      std::string_view key = bson_iter_key(&iter);
+      if (IsTopologyField(key) || key == "compression") continue;
+      if (key == "maxMessageSizeBytes" && BSON_ITER_HOLDS_INT32(&iter) &&
+          bson_iter_int32(&iter) > kMaxMessageSize) {
+        BSON_APPEND_INT32(&out, "maxMessageSizeBytes", kMaxMessageSize);
+        continue;
+      }
+      bson_append_iter(&out, nullptr, 0, &iter);
+    }
+  }
+  BSON_APPEND_UTF8(&out, "msg", "isdbgrid");
+  if (!negotiated.empty()) {
+    bson_t array;
+    BSON_APPEND_ARRAY_BEGIN(&out, "compression", &array);
+    for (size_t i = 0; i < negotiated.size(); ++i) {
+      std::string index = std::to_string(i);
+      std::string_view name = CompressorName(negotiated[i]);
+      bson_append_utf8(&array, index.c_str(), -1, name.data(), static_cast<int>(name.size()));
+    }
+    bson_append_array_end(&out, &array);
+  }
+  const uint8_t* data = bson_get_data(&out);
+  std::vector<uint8_t> result(data, data + out.len);
+  bson_destroy(&out);
+  return result;
+}
+
+bool RewriteHandshakeMessage(std::vector<uint8_t>& message,
+                             std::span<const Compressor> negotiated) {
+  MessageHeader header = ReadHeader(message);
+  if (header.op_code == static_cast<int32_t>(OpCode::kMsg)) {
+    OpMsgView view;
+    if (ParseOpMsg(message, view) || !view.sequences.empty()) return false;
+    std::vector<uint8_t> body = RewriteHandshakeReply(view.body, negotiated);
+    message = EncodeOpMsg(header.request_id, header.response_to, view.flags, body,
+                          view.checksum_present());
+    return true;
+  }
+  if (header.op_code == static_cast<int32_t>(OpCode::kReply)) {
+    OpReplyView view;
+    if (ParseOpReply(message, view) || view.documents.size() != 1) return false;
+    std::vector<uint8_t> body = RewriteHandshakeReply(view.documents[0], negotiated);
+    view.documents[0] = body;
+    message = EncodeOpReply(header.request_id, header.response_to, view);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace remold::wire

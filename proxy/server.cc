@@ -1,0 +1,153 @@
+#include "proxy/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <unordered_set>
+
+#include "proxy/session.h"
+
+namespace remold {
+
+// A thread with its own io_context and the sessions that live on it.
+class Server::Worker {
+ public:
+  Worker() : guard_(asio::make_work_guard(context_)) {
+    thread_ = std::thread([this] { context_.run(); });
+  }
+  ~Worker() { Join(); }
+
+  asio::io_context& context() { return context_; }
+
+  // Called on this worker's thread.
+  void Start(std::shared_ptr<Session> session) {
+    sessions_.insert(session);
+    if (draining_) session->Drain();
+    active_.fetch_add(1);
+    asio::co_spawn(context_, session->Run(), [this, session](std::exception_ptr error) {
+      if (error) {
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          spdlog::error("session ended by an unexpected error: {}", e.what());
+        }
+      }
+      sessions_.erase(session);
+      active_.fetch_sub(1);
+    });
+  }
+
+  void Drain() {
+    asio::post(context_, [this] {
+      draining_ = true;
+      for (const auto& session : sessions_) session->Drain();
+    });
+  }
+
+  void Abort() {
+    asio::post(context_, [this] {
+      for (const auto& session : sessions_) session->Abort();
+    });
+  }
+
+  uint64_t active() const { return active_.load(); }
+
+  void Join() {
+    guard_.reset();
+    if (thread_.joinable()) {
+      context_.stop();
+      thread_.join();
+    }
+  }
+
+ private:
+  asio::io_context context_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::thread thread_;
+  std::unordered_set<std::shared_ptr<Session>> sessions_;
+  bool draining_ = false;  // touched only on this worker's thread
+  std::atomic<uint64_t> active_{0};
+};
+
+Server::Server(ServerOptions options) : options_(std::move(options)) {
+  int threads = options_.worker_threads > 0 ? options_.worker_threads
+                                            : static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) threads = 1;
+  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+}
+
+Server::~Server() {
+  for (auto& worker : workers_) worker->Join();
+}
+
+tcp::endpoint Server::Bind() {
+  acceptor_.open(options_.listen.protocol());
+  acceptor_.set_option(tcp::acceptor::reuse_address(true));
+  acceptor_.bind(options_.listen);
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  return acceptor_.local_endpoint();
+}
+
+void Server::Run() {
+  signals_.add(SIGTERM);
+  signals_.add(SIGINT);
+  signals_.async_wait([this](boost::system::error_code ec, int signal) {
+    if (ec) return;
+    spdlog::info("received signal {}: draining", signal);
+    BeginDrain();
+  });
+  asio::co_spawn(main_context_, AcceptLoop(), asio::detached);
+  main_context_.run();
+  WaitForDrain();
+  for (auto& worker : workers_) worker->Join();
+  spdlog::info("stopped");
+}
+
+void Server::Stop() {
+  asio::post(main_context_, [this] { BeginDrain(); });
+}
+
+awaitable<void> Server::AcceptLoop() {
+  size_t next_worker = 0;
+  while (!draining_) {
+    Worker& worker = *workers_[next_worker];
+    next_worker = (next_worker + 1) % workers_.size();
+    boost::system::error_code ec;
+    tcp::socket socket = co_await acceptor_.async_accept(
+        worker.context(), asio::redirect_error(use_awaitable, ec));
+    if (ec) {
+      if (draining_) break;
+      spdlog::warn("accept failed: {}", ec.message());
+      continue;
+    }
+    uint64_t id = next_session_id_.fetch_add(1);
+    auto session = std::make_shared<Session>(std::move(socket), options_.backend, id);
+    asio::post(worker.context(), [&worker, session] { worker.Start(session); });
+  }
+}
+
+void Server::BeginDrain() {
+  if (draining_.exchange(true)) return;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  signals_.cancel(ignored);
+  for (auto& worker : workers_) worker->Drain();
+}
+
+void Server::WaitForDrain() {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + options_.drain_timeout;
+  auto active = [this] {
+    uint64_t total = 0;
+    for (const auto& worker : workers_) total += worker->active();
+    return total;
+  };
+  while (active() > 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (uint64_t left = active()) {
+    spdlog::warn("drain timeout: closing {} connection(s) with requests in flight", left);
+    for (auto& worker : workers_) worker->Abort();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace remold

@@ -1,0 +1,62 @@
+// The listening server: accepts clients and runs one Session per client.
+//
+// Threads: one io_context per worker thread, each owning the sessions it was
+// handed, so a session never crosses threads and needs no locks. The
+// acceptor and signal handling run on the main thread's context.
+// SIGTERM/SIGINT: stop accepting, let in-flight requests finish (idle
+// connections close at once), force-close what remains after the drain
+// timeout, then Run() returns.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "proxy/asio.h"
+#include "proxy/backend_uri.h"
+
+namespace remold {
+
+struct ServerOptions {
+  tcp::endpoint listen;
+  BackendOptions backend;
+  int worker_threads = 0;  // 0: one per hardware thread
+  std::chrono::milliseconds drain_timeout{30'000};
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+
+  // Binds and listens; returns the bound endpoint (port 0 resolved).
+  // Throws boost::system::system_error when the address cannot be bound.
+  tcp::endpoint Bind();
+
+  // Serves until SIGTERM/SIGINT (or Stop()) and the drain complete.
+  void Run();
+
+  // Begins the drain from any thread, as SIGTERM does.
+  void Stop();
+
+ private:
+  class Worker;
+
+  awaitable<void> AcceptLoop();
+  void BeginDrain();
+  void WaitForDrain();
+
+  ServerOptions options_;
+  asio::io_context main_context_{1};
+  tcp::acceptor acceptor_{main_context_};
+  asio::signal_set signals_{main_context_};
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::atomic<uint64_t> next_session_id_{1};
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace remold
