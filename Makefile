@@ -12,24 +12,29 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS) --target remold
+
+build-all: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 fuzz-build: deps
 	CXX=clang++-14 cmake -S tests/fuzz -B $(FUZZ_BUILD) -G Ninja >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
-test: build fuzz-build
+test: build-all fuzz-build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
 run: build
 	@bash scripts/run-local.sh $(BUILD)/remold
 
-bench: build
+bench: build-all
 	@bash bench/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)
 
-.PHONY: all deps build fuzz-build test run bench clean
+.PHONY: all deps configure build build-all fuzz-build test run bench clean
