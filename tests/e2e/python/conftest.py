@@ -1,0 +1,316 @@
+"""Harness for the pymongo end-to-end suite (see tests/e2e/README.md).
+
+Session fixtures start a MongoDB-compatible backend and one shared remold in
+front of it; tests talk to remold with unmodified pymongo and raw sockets.
+
+Environment:
+
+- ``REMOLD_TEST_BACKEND_URI``: use this server (any mongod/mongos URI) and
+  start no backend. Otherwise the bundled mongo-java-server is launched on a
+  free loopback port and stopped by closing its stdin.
+- ``REMOLD_BINARY``: the remold binary (default ``<source>/build/remold``).
+- ``REMOLD_SOURCE_DIR``: the checkout (default: derived from this file).
+- ``REMOLD_TEST_NO_PROXY=1``: debugging aid. Skip remold entirely and point
+  every client at the backend, to tell proxy bugs from test bugs. Tests of
+  proxy-only behaviour (handshake rewriting, negotiated compression when the
+  backend has none) skip themselves; tests that need the binary (config,
+  SIGTERM) run only if it exists. Against mongo-java-server one case is
+  expected to fail in this mode: test_malformed's op_msg_bad_checksum (the
+  stand-in ignores OP_MSG checksums; mongod and remold reject them).
+
+Each test gets its own database (``db`` fixture), dropped afterwards, so the
+suite leaves a shared server as it found it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import pymongo
+import pytest
+from pymongo.uri_parser import parse_uri
+
+SOURCE_DIR = Path(os.environ.get("REMOLD_SOURCE_DIR") or Path(__file__).resolve().parents[3])
+REMOLD_BINARY = Path(os.environ.get("REMOLD_BINARY") or SOURCE_DIR / "build" / "remold")
+BACKEND_URI_ENV = os.environ.get("REMOLD_TEST_BACKEND_URI")
+NO_PROXY = os.environ.get("REMOLD_TEST_NO_PROXY") == "1"
+
+BACKEND_START_TIMEOUT = 60.0
+REMOLD_START_TIMEOUT = 15.0
+REMOLD_STOP_TIMEOUT = 20.0
+
+_REMOLD_LINE = re.compile(r"^remold listening on (\S+):(\d+)$")
+_BACKEND_LINE = re.compile(r"^listening (\S+):(\d+)$")
+
+
+# --------------------------------------------------------------------------
+# Process plumbing.
+
+
+def read_port_line(proc: subprocess.Popen, pattern: re.Pattern, timeout: float,
+                   what: str) -> tuple[str, int]:
+    """Read stdout of ``proc`` until a line matches ``pattern``; (host, port)."""
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    buf = b""
+    while True:
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            match = pattern.match(line.decode(errors="replace").strip())
+            if match:
+                return match.group(1), int(match.group(2))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            proc.kill()
+            raise RuntimeError(f"{what} printed no port line within {timeout}s (stdout so far: {buf!r})")
+        ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                rc = proc.wait(5)
+                raise RuntimeError(f"{what} exited with {rc} before printing its port line "
+                                   f"(stdout: {buf!r})")
+            buf += chunk
+
+
+def drain_in_background(stream, sink: list) -> threading.Thread:
+    """Keep reading a pipe so the child can never block on a full pipe."""
+    def run():
+        for line in iter(stream.readline, b""):
+            sink.append(line)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@dataclass
+class Backend:
+    uri: str
+    host: str
+    port: int
+    proc: Optional[subprocess.Popen] = None
+
+    def alive(self) -> bool:
+        return self.proc is None or self.proc.poll() is None
+
+
+@dataclass
+class Remold:
+    """One running remold process."""
+    proc: subprocess.Popen
+    host: str
+    port: int
+    backend_uri: str
+    stderr_path: Path
+    stdout_lines: list = field(default_factory=list)
+
+    @property
+    def uri(self) -> str:
+        # No directConnection: pymongo must discover the topology from the handshake.
+        return f"mongodb://{self.host}:{self.port}/"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def terminate(self, timeout: float = REMOLD_STOP_TIMEOUT) -> int:
+        """SIGTERM and wait; returns the exit status (negative for a signal)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"remold did not exit within {timeout}s of SIGTERM; "
+                                 f"stderr:\n{self.stderr()}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def require_binary() -> Path:
+    if REMOLD_BINARY.is_file() and os.access(REMOLD_BINARY, os.X_OK):
+        return REMOLD_BINARY
+    if NO_PROXY:
+        pytest.skip(f"REMOLD_TEST_NO_PROXY=1 and no remold binary at {REMOLD_BINARY}")
+    pytest.fail(f"remold binary not found at {REMOLD_BINARY} (build it, or set REMOLD_BINARY)")
+
+
+def start_remold(backend_uri: str, *, listen: str = "127.0.0.1:0",
+                 extra_args: tuple[str, ...] = (), args: Optional[list[str]] = None,
+                 timeout: float = REMOLD_START_TIMEOUT) -> Remold:
+    """Start a remold of our own; the caller owns it (terminate/kill it).
+
+    ``args`` replaces the default ``serve --listen .. --backend .. --log-level warn``.
+    """
+    binary = require_binary()
+    if args is None:
+        args = ["serve", "--listen", listen, "--backend", backend_uri, "--log-level", "warn",
+                *extra_args]
+    fd, stderr_name = tempfile.mkstemp(prefix="remold-stderr-", suffix=".log")
+    with os.fdopen(fd, "wb") as stderr_file:
+        proc = subprocess.Popen([str(binary), *args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=stderr_file)
+    stderr_path = Path(stderr_name)
+    try:
+        host, port = read_port_line(proc, _REMOLD_LINE, timeout, "remold")
+    except RuntimeError as exc:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"{exc}\nremold stderr:\n{stderr_path.read_text(errors='replace')}")
+    remold = Remold(proc, host, port, backend_uri, stderr_path)
+    drain_in_background(proc.stdout, remold.stdout_lines)
+    return remold
+
+
+# --------------------------------------------------------------------------
+# Session fixtures.
+
+
+@pytest.fixture(scope="session")
+def backend() -> Backend:
+    if BACKEND_URI_ENV:
+        host, port = parse_uri(BACKEND_URI_ENV)["nodelist"][0]
+        yield Backend(BACKEND_URI_ENV, host, port)
+        return
+    cmd = ["java", "-cp", "tests/backend/lib/*:tests/backend/classes", "Launcher", "127.0.0.1", "0"]
+    proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        host, port = read_port_line(proc, _BACKEND_LINE, BACKEND_START_TIMEOUT, "backend")
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    drain_in_background(proc.stdout, [])
+    yield Backend(f"mongodb://{host}:{port}/", host, port, proc)
+    proc.stdin.close()  # the launcher exits at stdin EOF
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@dataclass
+class Target:
+    """What the clients talk to: the shared remold, or the backend under NO_PROXY."""
+    uri: str
+    host: str
+    port: int
+    remold: Optional[Remold]
+    backend: Backend
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    @property
+    def is_proxy(self) -> bool:
+        return self.remold is not None
+
+
+@pytest.fixture(scope="session")
+def target(backend: Backend) -> Target:
+    if NO_PROXY:
+        yield Target(backend.uri, backend.host, backend.port, None, backend)
+        return
+    remold = start_remold(backend.uri)
+    yield Target(remold.uri, remold.host, remold.port, remold, backend)
+    rc = remold.terminate()
+    assert rc == 0, f"shared remold exited {rc} after SIGTERM; stderr:\n{remold.stderr()}"
+    remold.stderr_path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def client(target: Target) -> pymongo.MongoClient:
+    c = pymongo.MongoClient(target.uri, serverSelectionTimeoutMS=10_000)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="session")
+def direct_client(backend: Backend) -> pymongo.MongoClient:
+    """A client connected straight to the backend, bypassing remold."""
+    c = pymongo.MongoClient(backend.uri, serverSelectionTimeoutMS=10_000)
+    yield c
+    c.close()
+
+
+# --------------------------------------------------------------------------
+# Per-test fixtures.
+
+
+@pytest.fixture
+def db_name(request) -> str:
+    base = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:32]
+    return f"e2e_py_{base}_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def db(client, direct_client, db_name):
+    """A fresh, uniquely-named database seen through remold; dropped afterwards."""
+    yield client[db_name]
+    direct_client.drop_database(db_name)
+
+
+@pytest.fixture
+def make_client(target: Target) -> Callable[..., pymongo.MongoClient]:
+    """Factory for extra MongoClients to the target; all closed after the test."""
+    clients = []
+
+    def make(uri: Optional[str] = None, **kwargs) -> pymongo.MongoClient:
+        kwargs.setdefault("serverSelectionTimeoutMS", 10_000)
+        c = pymongo.MongoClient(uri or target.uri, **kwargs)
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        c.close()
+
+
+@pytest.fixture
+def private_remold(backend: Backend) -> Callable[..., Remold]:
+    """Factory for remold instances a test may signal or kill.
+
+    Anything still running at the end of the test is killed (so a test that
+    expects a clean exit must terminate and check it itself).
+    """
+    started: list[Remold] = []
+
+    def start(**kwargs) -> Remold:
+        remold = start_remold(kwargs.pop("backend_uri", backend.uri), **kwargs)
+        started.append(remold)
+        return remold
+
+    yield start
+    for remold in started:
+        remold.kill()
+        remold.stderr_path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def proxy_only(target: Target) -> None:
+    if not target.is_proxy:
+        pytest.skip("asserts remold's own behaviour; REMOLD_TEST_NO_PROXY=1")
