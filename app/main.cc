@@ -1,6 +1,8 @@
 // remold: a MongoDB wire-protocol proxy that applies schema design patterns.
 //
 //   remold serve [flags]   run the proxy (see `remold serve --help`)
+//   remold check DIR       validate rule files
+//   remold explain ...     dry-run the rewrite of one command
 //   remold --version
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "app/config.h"
+#include "app/explain.h"
+#include "app/rule_reloader.h"
 #include "proxy/server.h"
 
 namespace {
@@ -22,6 +26,9 @@ constexpr const char* kUsage =
     "\n"
     "usage:\n"
     "  remold serve [flags]   run the proxy; `remold serve --help` lists the flags\n"
+    "  remold check DIR       validate a rules directory (exit 1 on any error)\n"
+    "  remold explain --rules DIR [--db DB] '<command as Extended JSON>'\n"
+    "                         print the backend commands remold would send (dry run)\n"
     "  remold --version       print the version\n";
 
 void SetUpLogging(const std::string& level) {
@@ -55,7 +62,22 @@ int Serve(const std::vector<std::string>& args) {
   }
   SetUpLogging(config.log_level);
 
+  auto rules = std::make_shared<remold::RuleSetHolder>();
+  std::unique_ptr<remold::RuleReloader> reloader;
+  if (!config.rules_dir.empty()) {
+    reloader = std::make_unique<remold::RuleReloader>(config.rules_dir, rules);
+    std::vector<std::string> errors = reloader->Reload("start");
+    if (!errors.empty()) {
+      for (const auto& error : errors) std::cerr << error << "\n";
+      std::cerr << "remold: refusing to start: " << errors.size() << " error(s) in the rules\n";
+      return 2;
+    }
+    reloader->Watch(std::chrono::seconds(1));
+  }
+
   remold::ServerOptions options;
+  options.rules = rules;
+  if (reloader) options.on_sighup = [&reloader] { reloader->Reload("SIGHUP"); };
   options.backend = config.backend;
   options.worker_threads = config.threads;
   options.drain_timeout = config.drain_timeout;
@@ -89,7 +111,10 @@ int main(int argc, char** argv) {
     std::cout << "remold " << kVersion << "\n";
     return 0;
   }
-  if (args[0] == "serve") return Serve({args.begin() + 1, args.end()});
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "serve") return Serve(rest);
+  if (args[0] == "check") return remold::RunCheck(rest, std::cout, std::cerr);
+  if (args[0] == "explain") return remold::RunExplain(rest, std::cout, std::cerr);
   std::cerr << "remold: unknown command '" << args[0] << "'\n" << kUsage;
   return 2;
 }

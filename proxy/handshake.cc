@@ -82,6 +82,21 @@ std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
   return result;
 }
 
+std::optional<std::span<const uint8_t>> HandshakeReplyDocument(std::span<const uint8_t> message) {
+  MessageHeader header = ReadHeader(message);
+  if (header.op_code == static_cast<int32_t>(OpCode::kMsg)) {
+    OpMsgView view;
+    if (ParseOpMsg(message, view)) return std::nullopt;
+    return view.body;
+  }
+  if (header.op_code == static_cast<int32_t>(OpCode::kReply)) {
+    OpReplyView view;
+    if (ParseOpReply(message, view) || view.documents.size() != 1) return std::nullopt;
+    return view.documents[0];
+  }
+  return std::nullopt;
+}
+
 bool RewriteHandshakeMessage(std::vector<uint8_t>& message,
                              std::span<const Compressor> negotiated) {
   MessageHeader header = ReadHeader(message);

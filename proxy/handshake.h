@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,10 @@ std::vector<Compressor> OfferedCompressors(std::span<const uint8_t> hello_comman
 // above; `negotiated` becomes the reply's "compression" (omitted if empty).
 std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
                                            std::span<const Compressor> negotiated);
+
+// The reply document of a whole handshake reply message (OP_MSG body or the
+// single OP_REPLY document), viewing into `message`; nullopt if malformed.
+std::optional<std::span<const uint8_t>> HandshakeReplyDocument(std::span<const uint8_t> message);
 
 // Applies RewriteHandshakeReply to a whole reply message (OP_MSG, or OP_REPLY
 // for a legacy OP_QUERY handshake), in place, keeping its IDs and flags

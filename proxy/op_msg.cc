@@ -108,4 +108,40 @@ std::vector<uint8_t> EncodeOpMsg(int32_t request_id, int32_t response_to, uint32
   return out;
 }
 
+std::vector<uint8_t> EncodeOpMsgWithSequence(int32_t request_id, uint32_t flags,
+                                             std::span<const uint8_t> body,
+                                             std::string_view sequence_id,
+                                             std::span<const std::span<const uint8_t>> documents) {
+  flags &= ~msg_flags::kChecksumPresent;
+  size_t size = kHeaderSize + kFlagsSize + 1 + body.size();
+  size_t sequence_size = 0;
+  if (!sequence_id.empty()) {
+    sequence_size = 4 + sequence_id.size() + 1;
+    for (const auto& doc : documents) sequence_size += doc.size();
+    size += 1 + sequence_size;
+  }
+  std::vector<uint8_t> out(size);
+  WriteHeader(out.data(), {static_cast<int32_t>(size), request_id, 0,
+                           static_cast<int32_t>(OpCode::kMsg)});
+  uint8_t* p = out.data() + kHeaderSize;
+  StoreUint32(p, flags);
+  p += kFlagsSize;
+  *p++ = 0;
+  std::memcpy(p, body.data(), body.size());
+  p += body.size();
+  if (!sequence_id.empty()) {
+    *p++ = 1;
+    StoreInt32(p, static_cast<int32_t>(sequence_size));
+    p += 4;
+    std::memcpy(p, sequence_id.data(), sequence_id.size());
+    p += sequence_id.size();
+    *p++ = 0;
+    for (const auto& doc : documents) {
+      std::memcpy(p, doc.data(), doc.size());
+      p += doc.size();
+    }
+  }
+  return out;
+}
+
 }  // namespace remold::wire

@@ -45,4 +45,11 @@ inline uint32_t PeekOpMsgFlags(std::span<const uint8_t> message) {
 std::vector<uint8_t> EncodeOpMsg(int32_t request_id, int32_t response_to, uint32_t flags,
                                  std::span<const uint8_t> body, bool with_checksum = false);
 
+// Encodes an OP_MSG with a kind-0 body followed by one kind-1 document
+// sequence named `sequence_id` (skipped when the id is empty).
+std::vector<uint8_t> EncodeOpMsgWithSequence(int32_t request_id, uint32_t flags,
+                                             std::span<const uint8_t> body,
+                                             std::string_view sequence_id,
+                                             std::span<const std::span<const uint8_t>> documents);
+
 }  // namespace remold::wire

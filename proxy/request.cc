@@ -20,6 +20,7 @@ std::optional<WireError> DecodeOpMsg(std::span<const uint8_t> message, Request& 
   if (error) return error;
   out.command_document = view.body;
   out.command = std::string(FirstKey(view.body));
+  out.sequences = std::move(view.sequences);
   if (out.command.empty())
     return WireError{error_codes::kFailedToParse, "FailedToParse",
                      "OP_MSG body is an empty document: no command name", false};

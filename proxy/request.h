@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/compression.h"
+#include "proxy/op_msg.h"
 #include "proxy/wire_error.h"
 #include "proxy/wire_format.h"
 
@@ -26,6 +27,7 @@ struct Request {
   bool is_handshake = false;        // hello / isMaster
   std::vector<Compressor> offered_compressors;  // from a handshake's "compression"
   std::span<const uint8_t> command_document;    // body (OP_MSG) or query (OP_QUERY)
+  std::vector<DocumentSequence> sequences;      // OP_MSG kind-1 sections
 
   bool is_legacy() const { return header.op_code == static_cast<int32_t>(OpCode::kQuery); }
 };

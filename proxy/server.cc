@@ -69,6 +69,7 @@ class Server::Worker {
 };
 
 Server::Server(ServerOptions options) : options_(std::move(options)) {
+  if (!options_.rules) options_.rules = std::make_shared<const RuleSetHolder>();
   int threads = options_.worker_threads > 0 ? options_.worker_threads
                                             : static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
@@ -90,16 +91,27 @@ tcp::endpoint Server::Bind() {
 void Server::Run() {
   signals_.add(SIGTERM);
   signals_.add(SIGINT);
-  signals_.async_wait([this](boost::system::error_code ec, int signal) {
-    if (ec) return;
-    spdlog::info("received signal {}: draining", signal);
-    BeginDrain();
-  });
+  signals_.add(SIGHUP);
+  WaitForSignal();
   asio::co_spawn(main_context_, AcceptLoop(), asio::detached);
   main_context_.run();
   WaitForDrain();
   for (auto& worker : workers_) worker->Join();
   spdlog::info("stopped");
+}
+
+void Server::WaitForSignal() {
+  signals_.async_wait([this](boost::system::error_code ec, int signal) {
+    if (ec) return;
+    if (signal == SIGHUP) {
+      spdlog::info("received SIGHUP: reloading");
+      if (options_.on_sighup) options_.on_sighup();
+      WaitForSignal();
+      return;
+    }
+    spdlog::info("received signal {}: draining", signal);
+    BeginDrain();
+  });
 }
 
 void Server::Stop() {
@@ -120,7 +132,8 @@ awaitable<void> Server::AcceptLoop() {
       continue;
     }
     uint64_t id = next_session_id_.fetch_add(1);
-    auto session = std::make_shared<Session>(std::move(socket), options_.backend, id);
+    auto session = std::make_shared<Session>(
+        std::move(socket), Session::Shared{options_.backend, *options_.rules, ensured_}, id);
     asio::post(worker.context(), [&worker, session] { worker.Start(session); });
   }
 }

@@ -18,6 +18,8 @@
 
 #include "proxy/asio.h"
 #include "proxy/backend_uri.h"
+#include "proxy/rewrite_bridge.h"
+#include "rules/rule_set.h"
 
 namespace remold {
 
@@ -26,6 +28,10 @@ struct ServerOptions {
   BackendOptions backend;
   int worker_threads = 0;  // 0: one per hardware thread
   std::chrono::milliseconds drain_timeout{30'000};
+  // The rules in force; reloads store a new set here. Empty when null.
+  std::shared_ptr<const RuleSetHolder> rules;
+  // Called on the main thread for each SIGHUP.
+  std::function<void()> on_sighup;
 };
 
 class Server {
@@ -47,6 +53,7 @@ class Server {
   class Worker;
 
   awaitable<void> AcceptLoop();
+  void WaitForSignal();
   void BeginDrain();
   void WaitForDrain();
 
@@ -55,6 +62,7 @@ class Server {
   tcp::acceptor acceptor_{main_context_};
   asio::signal_set signals_{main_context_};
   std::vector<std::unique_ptr<Worker>> workers_;
+  EnsuredCommands ensured_;
   std::atomic<uint64_t> next_session_id_{1};
   std::atomic<bool> draining_{false};
 };

@@ -8,6 +8,7 @@
 #include "proxy/op_compressed.h"
 #include "proxy/op_msg.h"
 #include "proxy/wire_format.h"
+#include "rewrite/engine.h"
 
 namespace remold {
 namespace {
@@ -25,8 +26,8 @@ bool HasMoreToCome(const std::vector<uint8_t>& reply) {
 
 }  // namespace
 
-Session::Session(tcp::socket client, const BackendOptions& backend, uint64_t id)
-    : client_(std::move(client)), backend_options_(backend), id_(id) {}
+Session::Session(tcp::socket client, Shared shared, uint64_t id)
+    : client_(std::move(client)), shared_(shared), id_(id) {}
 
 void Session::Drain() {
   draining_ = true;
@@ -66,6 +67,12 @@ awaitable<bool> Session::Handle() {
     if (error->close_connection || request.more_to_come) co_return false;
     co_return co_await ReplyWithError(request, *error);
   }
+  if (std::shared_ptr<const RuleSet> rules = shared_.rules.Load(); !rules->empty()) {
+    if (std::optional<Command> command = CommandForRules(request, *rules)) {
+      if (std::optional<Plan> plan = Rewrite(*command, *rules, capabilities_))
+        co_return co_await ExecutePlan(request, *plan);
+    }
+  }
   if (!co_await EnsureBackend()) co_return false;
   if (!co_await backend_->Write(request_)) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
@@ -91,6 +98,8 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
 
 void Session::ShapeReply(const wire::Request& request) {
   if (request.is_handshake) {
+    if (auto document = wire::HandshakeReplyDocument(reply_))
+      UpdateCapabilities(*document, capabilities_);
     if (!wire::RewriteHandshakeMessage(reply_, negotiated_))
       spdlog::warn("session {}: backend handshake reply is malformed; relayed as is", id_);
     return;
@@ -110,12 +119,84 @@ awaitable<bool> Session::ReplyWithError(const wire::Request& request,
 
 awaitable<bool> Session::EnsureBackend() {
   if (backend_) co_return true;
-  std::optional<tcp::socket> socket = co_await ConnectBackend(backend_options_);
+  std::optional<tcp::socket> socket = co_await ConnectBackend(shared_.backend);
   if (!socket) {
     spdlog::warn("session {}: no backend reachable; closing the client connection", id_);
     co_return false;
   }
   backend_ = std::make_unique<MessageStream>(std::move(*socket));
+  co_return true;
+}
+
+awaitable<std::optional<Doc>> Session::RoundTrip(const BackendCommand& command) {
+  std::vector<uint8_t> message = EncodeBackendCommand(command, next_backend_id_++);
+  if (!co_await backend_->Write(message)) co_return std::nullopt;
+  if (co_await backend_->Read(reply_) != ReadStatus::kOk) co_return std::nullopt;
+  wire::OpMsgView view;
+  if (wire::ReadHeader(reply_).op_code != static_cast<int32_t>(wire::OpCode::kMsg) ||
+      wire::ParseOpMsg(reply_, view)) {
+    spdlog::warn("session {}: backend sent a malformed reply to a rewritten command", id_);
+    co_return std::nullopt;
+  }
+  co_return Doc::FromBytes(view.body);
+}
+
+awaitable<bool> Session::SendReply(const wire::Request& request, const Doc& reply) {
+  if (request.more_to_come) co_return true;  // the client asked for no reply
+  std::vector<uint8_t> message = wire::EncodeOpMsg(next_reply_id_++, request.header.request_id, 0,
+                                                   reply.bytes());
+  if (request.compressor) message = wire::CompressMessage(message, *request.compressor);
+  co_return co_await client_.Write(message);
+}
+
+awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
+  if (plan.immediate_reply) {
+    spdlog::debug("session {}: rule {} answered {} itself", id_, plan.rule, request.command);
+    co_return co_await SendReply(request, *plan.immediate_reply);
+  }
+  if (!co_await EnsureBackend()) co_return false;
+  auto is_ok = [](const Doc& reply) {
+    auto ok = Find(reply.get(), "ok");
+    return ok && bson_iter_as_double(&*ok) == 1.0;
+  };
+  for (const BackendCommand& ensure : plan.ensure) {
+    std::string key = ensure.body.ToCanonicalJson();
+    if (shared_.ensured.Contains(key)) continue;
+    std::optional<Doc> reply = co_await RoundTrip(ensure);
+    if (!reply) co_return false;
+    if (!is_ok(*reply)) {
+      spdlog::warn("session {}: rule {}: prerequisite failed: {}", id_, plan.rule,
+                   FindString(reply->get(), "errmsg").value_or("unknown error"));
+      co_return co_await SendReply(request, *reply);
+    }
+    shared_.ensured.Add(key);
+  }
+  std::vector<Doc> replies;
+  for (const BackendCommand& command : plan.commands) {
+    std::optional<Doc> reply = co_await RoundTrip(command);
+    if (!reply) {
+      spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,
+                   request.command);
+      co_return false;
+    }
+    if (!is_ok(*reply)) co_return co_await SendReply(request, *reply);
+    const bool write_errors = Find(reply->get(), "writeErrors").has_value();
+    replies.push_back(std::move(*reply));
+    if (plan.stop_on_write_errors && write_errors) break;
+  }
+  ShapedReply shaped = plan.shape(replies);
+  if (!co_await SendReply(request, shaped.reply)) co_return false;
+  if (!shaped.cursors_to_kill.empty()) {
+    BackendCommand kill;
+    AppendString(kill.body.mut(), "killCursors", shaped.kill_collection);
+    bson_t ids;
+    BSON_APPEND_ARRAY_BEGIN(kill.body.mut(), "cursors", &ids);
+    for (size_t i = 0; i < shaped.cursors_to_kill.size(); ++i)
+      BSON_APPEND_INT64(&ids, std::to_string(i).c_str(), shaped.cursors_to_kill[i]);
+    bson_append_array_end(kill.body.mut(), &ids);
+    AppendString(kill.body.mut(), "$db", shaped.kill_db);
+    if (!co_await RoundTrip(kill)) co_return false;
+  }
   co_return true;
 }
 

@@ -19,12 +19,23 @@
 #include "proxy/compression.h"
 #include "proxy/message_stream.h"
 #include "proxy/request.h"
+#include "proxy/rewrite_bridge.h"
+#include "rewrite/capabilities.h"
+#include "rewrite/plan.h"
+#include "rules/rule_set.h"
 
 namespace remold {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket client, const BackendOptions& backend, uint64_t id);
+  // Everything shared between sessions; owned by the Server.
+  struct Shared {
+    const BackendOptions& backend;
+    const RuleSetHolder& rules;
+    EnsuredCommands& ensured;
+  };
+
+  Session(tcp::socket client, Shared shared, uint64_t id);
 
   awaitable<void> Run();
 
@@ -41,16 +52,22 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<bool> RelayReplies(const wire::Request& request);
   awaitable<bool> ReplyWithError(const wire::Request& request, const wire::WireError& error);
   awaitable<bool> EnsureBackend();
+  awaitable<bool> ExecutePlan(const wire::Request& request, Plan& plan);
+  // Sends one command to the backend and reads its reply document.
+  awaitable<std::optional<Doc>> RoundTrip(const BackendCommand& command);
+  awaitable<bool> SendReply(const wire::Request& request, const Doc& reply);
   void ShapeReply(const wire::Request& request);
   void ReleaseLargeBuffers();
 
   MessageStream client_;
   std::unique_ptr<MessageStream> backend_;
-  const BackendOptions& backend_options_;
+  Shared shared_;
+  Capabilities capabilities_;
   const uint64_t id_;
   State state_ = State::kIdle;
   bool draining_ = false;
   int32_t next_reply_id_ = 1;
+  int32_t next_backend_id_ = 1 << 30;  // remold's own requests to the backend
   std::vector<wire::Compressor> negotiated_;
   std::vector<uint8_t> request_;
   std::vector<uint8_t> reply_;

@@ -1,0 +1,49 @@
+// Keeps the RuleSet in force in step with the rules directory.
+//
+// Reload() loads the whole directory; a valid result is swapped in
+// atomically, an invalid one is logged line by line and the rules in force
+// stay. Watch() polls the directory once a second (file names, sizes,
+// modification times, and symlink targets, so Kubernetes ConfigMap updates
+// are seen) and reloads on change. SIGHUP calls Reload() directly.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rules/rule_set.h"
+
+namespace remold {
+
+class RuleReloader {
+ public:
+  RuleReloader(std::string directory, std::shared_ptr<RuleSetHolder> holder);
+  ~RuleReloader();
+
+  // Loads the directory; returns the errors (empty: loaded and in force).
+  std::vector<std::string> Reload(const char* reason);
+  void Watch(std::chrono::milliseconds interval);
+
+  uint64_t reloads() const { return reloads_.load(); }
+  uint64_t failures() const { return failures_.load(); }
+
+ private:
+  std::string Signature() const;
+
+  const std::string directory_;
+  std::shared_ptr<RuleSetHolder> holder_;
+  std::mutex reload_mutex_;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread watcher_;
+  std::atomic<uint64_t> reloads_{0};
+  std::atomic<uint64_t> failures_{0};
+};
+
+}  // namespace remold

@@ -1,0 +1,68 @@
+// Doc: an owned BSON document (RAII over libbson's bson_t), and the few
+// helpers the rewrite and rule code share for reading and building BSON.
+//
+// Doc is a value type: copies are deep. Build with the libbson C API through
+// mut(); read through get() and the Find* helpers.
+#pragma once
+
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace remold {
+
+class Doc {
+ public:
+  Doc();
+  ~Doc();
+  Doc(const Doc& other);
+  Doc& operator=(const Doc& other);
+  Doc(Doc&& other) noexcept;
+  Doc& operator=(Doc&& other) noexcept;
+
+  // Copies a document from bytes that are already valid BSON.
+  static Doc FromBytes(std::span<const uint8_t> bytes);
+  static Doc FromBson(const bson_t* bson);
+  // Parses (relaxed or canonical) Extended JSON; nullopt with `error` set.
+  static std::optional<Doc> FromJson(std::string_view json, std::string* error = nullptr);
+
+  const bson_t* get() const { return &bson_; }
+  bson_t* mut() { return &bson_; }
+  std::span<const uint8_t> bytes() const { return {bson_get_data(&bson_), bson_.len}; }
+  bool empty() const { return bson_count_keys(&bson_) == 0; }
+
+  // Canonical Extended JSON (stable types: what golden files hold).
+  std::string ToCanonicalJson() const;
+  // Relaxed Extended JSON (for people: explain, logs at debug level).
+  std::string ToRelaxedJson() const;
+
+  bool operator==(const Doc& other) const;
+
+ private:
+  bson_t bson_;
+};
+
+// Lookups on one level of a document; dotted paths are not expanded.
+std::optional<bson_iter_t> Find(const bson_t* doc, std::string_view key);
+std::optional<std::string> FindString(const bson_t* doc, std::string_view key);
+std::optional<Doc> FindDocument(const bson_t* doc, std::string_view key);  // doc or array
+std::optional<int64_t> FindInteger(const bson_t* doc, std::string_view key);  // int32/int64/whole double
+std::optional<bool> FindBool(const bson_t* doc, std::string_view key);  // any numeric or bool
+// The value at a dotted path ("a.b.c"), descending through sub-documents only.
+std::optional<bson_iter_t> FindPath(const bson_t* doc, std::string_view path);
+
+// The value under `iter` as its own document {key: value}.
+void AppendValue(bson_t* out, std::string_view key, const bson_iter_t& iter);
+void AppendDoc(bson_t* out, std::string_view key, const Doc& doc);
+void AppendArray(bson_t* out, std::string_view key, const std::vector<Doc>& docs);
+void AppendString(bson_t* out, std::string_view key, std::string_view value);
+
+// The documents of an array value.
+std::vector<Doc> ArrayDocuments(const bson_iter_t& array_iter);
+
+}  // namespace remold

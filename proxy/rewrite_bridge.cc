@@ -1,0 +1,82 @@
+#include "proxy/rewrite_bridge.h"
+
+#include "proxy/bson_check.h"
+#include "proxy/op_msg.h"
+
+namespace remold {
+namespace {
+
+std::optional<std::string> StringField(const bson_t* doc, const char* key) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_UTF8(&it)) return std::nullopt;
+  uint32_t length = 0;
+  const char* s = bson_iter_utf8(&it, &length);
+  return std::string(s, length);
+}
+
+}  // namespace
+
+std::optional<Command> CommandForRules(const wire::Request& request, const RuleSet& rules) {
+  if (rules.empty() || request.is_legacy() || request.is_handshake) return std::nullopt;
+  bson_t body;
+  if (!bson_init_static(&body, request.command_document.data(), request.command_document.size()))
+    return std::nullopt;
+  std::optional<std::string> db = StringField(&body, "$db");
+  const char* target_key = request.command == "getMore" ? "collection" : request.command.c_str();
+  std::optional<std::string> collection = StringField(&body, target_key);
+  if (!db || !collection || !rules.Find(*db, *collection)) return std::nullopt;
+
+  Command command;
+  command.db = *db;
+  command.name = request.command;
+  command.body = Doc::FromBson(&body);
+  for (const auto& sequence : request.sequences) {
+    bson_t array;
+    bson_append_array_begin(command.body.mut(), sequence.identifier.data(),
+                            static_cast<int>(sequence.identifier.size()), &array);
+    char buf[16];
+    for (size_t i = 0; i < sequence.documents.size(); ++i) {
+      const char* key;
+      size_t len = bson_uint32_to_string(static_cast<uint32_t>(i), &key, buf, sizeof buf);
+      bson_t doc;
+      bson_init_static(&doc, sequence.documents[i].data(), sequence.documents[i].size());
+      bson_append_document(&array, key, static_cast<int>(len), &doc);
+    }
+    bson_append_array_end(command.body.mut(), &array);
+  }
+  return command;
+}
+
+std::vector<uint8_t> EncodeBackendCommand(const BackendCommand& command, int32_t request_id) {
+  std::vector<std::span<const uint8_t>> documents;
+  documents.reserve(command.sequence.size());
+  for (const Doc& doc : command.sequence) documents.push_back(doc.bytes());
+  return wire::EncodeOpMsgWithSequence(request_id, 0, command.body.bytes(), command.sequence_id,
+                                       documents);
+}
+
+void UpdateCapabilities(std::span<const uint8_t> handshake_reply, Capabilities& caps) {
+  bson_t reply;
+  if (!bson_init_static(&reply, handshake_reply.data(), handshake_reply.size())) return;
+  auto read = [&](const char* key, int32_t& field) {
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, &reply, key) && BSON_ITER_HOLDS_NUMBER(&it))
+      field = static_cast<int32_t>(bson_iter_as_int64(&it));
+  };
+  read("maxWriteBatchSize", caps.max_write_batch_size);
+  read("maxBsonObjectSize", caps.max_bson_object_size);
+  read("maxMessageSizeBytes", caps.max_message_size_bytes);
+  read("maxWireVersion", caps.max_wire_version);
+}
+
+bool EnsuredCommands::Contains(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  return done_.count(key) > 0;
+}
+
+void EnsuredCommands::Add(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  done_.insert(key);
+}
+
+}  // namespace remold

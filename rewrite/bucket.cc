@@ -1,0 +1,79 @@
+#include "rewrite/bucket.h"
+
+#include <string>
+
+namespace remold {
+namespace {
+
+constexpr int kIllegalOperation = 20;
+constexpr int kCommandNotSupported = 115;
+
+Doc IndexKey(const BucketRule& rule) {
+  Doc key;
+  for (const auto& meta : rule.meta_fields) BSON_APPEND_INT32(key.mut(), meta.c_str(), 1);
+  BSON_APPEND_INT32(key.mut(), rule.bucket_time_field.c_str(), 1);
+  return key;
+}
+
+}  // namespace
+
+Plan ImmediateReply(Doc reply) {
+  Plan plan;
+  plan.immediate_reply = std::move(reply);
+  return plan;
+}
+
+BackendCommand EnsureBucketIndex(const BucketRule& rule) {
+  // Unique when a bucket is identified by meta + start alone; with a
+  // max_count, several buckets may share a start.
+  Doc index;
+  AppendDoc(index.mut(), "key", IndexKey(rule));
+  std::string name = "remold_bucket";
+  for (const auto& meta : rule.meta_fields) name += "_" + meta;
+  name += "_" + rule.bucket_time_field;
+  AppendString(index.mut(), "name", name);
+  if (!rule.max_count) BSON_APPEND_BOOL(index.mut(), "unique", true);
+
+  BackendCommand command;
+  AppendString(command.body.mut(), "createIndexes", rule.buckets.collection);
+  AppendArray(command.body.mut(), "indexes", {index});
+  AppendString(command.body.mut(), "$db", rule.buckets.db);
+  return command;
+}
+
+Plan RewriteBucket(const Command& command, const Rule& rule, const BucketRule& bucket,
+                   const Capabilities& caps) {
+  const std::string& name = command.name;
+  if (name == "insert") return RewriteBucketInsert(command, bucket, caps);
+  if (name == "find") return RewriteBucketFind(command, bucket);
+  if (name == "aggregate") return RewriteBucketAggregate(command, bucket);
+  if (name == "count") return RewriteBucketCount(command, bucket);
+  if (name == "distinct") return RewriteBucketDistinct(command, bucket);
+  if (name == "getMore") return RewriteBucketGetMore(command, bucket);
+  if (name == "killCursors") return RewriteBucketKillCursors(command, bucket);
+  if (name == "delete") return RewriteBucketDelete(command, bucket);
+  if (name == "update" || name == "findAndModify" || name == "findandmodify")
+    return ImmediateReply(ErrorReply(
+        kIllegalOperation, "IllegalOperation",
+        "bucket rule '" + rule.name + "' for " + bucket.logical.full() +
+            ": updating individual readings is not supported (they are stored inside buckets in " +
+            bucket.buckets.full() + "); delete whole buckets and insert again, or update the "
+            "bucket documents directly"));
+  if (name == "drop") {
+    Plan plan;
+    BackendCommand drop;
+    AppendString(drop.body.mut(), "drop", bucket.buckets.collection);
+    CopyGenericArguments(command, ArgumentTarget::kWrite, drop.body.mut());
+    AppendString(drop.body.mut(), "$db", bucket.buckets.db);
+    plan.commands.push_back(std::move(drop));
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}}; };
+    return plan;
+  }
+  return ImmediateReply(ErrorReply(
+      kCommandNotSupported, "CommandNotSupported",
+      "bucket rule '" + rule.name + "' for " + bucket.logical.full() + ": command '" + name +
+          "' is not supported on a bucketed collection (supported: insert, find, getMore, "
+          "killCursors, aggregate, count, distinct, delete of whole buckets, drop)"));
+}
+
+}  // namespace remold

@@ -1,0 +1,64 @@
+#include "rewrite/command.h"
+
+#include <array>
+
+namespace remold {
+namespace {
+
+constexpr std::array<std::string_view, 11> kAlwaysCopied = {
+    "lsid",       "$clusterTime", "$readPreference", "comment",      "maxTimeMS",
+    "apiVersion", "apiStrict",    "apiDeprecationErrors", "$audit", "$client", "mayBypassWriteBlocking"};
+
+bool IsAlwaysCopied(std::string_view key) {
+  for (auto k : kAlwaysCopied)
+    if (k == key) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> TargetCollection(const Command& command) {
+  if (command.name == "getMore") return FindString(command.body.get(), "collection");
+  return FindString(command.body.get(), command.name);
+}
+
+bool InTransaction(const Command& command) {
+  return Find(command.body.get(), "autocommit").has_value();
+}
+
+void CopyGenericArguments(const Command& client, ArgumentTarget target, bson_t* out) {
+  const bool in_transaction = InTransaction(client);
+  bson_iter_t iter;
+  if (!bson_iter_init(&iter, client.body.get())) return;
+  while (bson_iter_next(&iter)) {
+    std::string_view key = bson_iter_key(&iter);
+    bool copy = false;
+    if (target == ArgumentTarget::kAdmin) {
+      copy = key == "comment" || key == "maxTimeMS" || key == "$readPreference";
+    } else if (IsAlwaysCopied(key)) {
+      copy = true;
+    } else if (key == "txnNumber") {
+      copy = target == ArgumentTarget::kWrite || in_transaction;
+    } else if (key == "autocommit" || key == "startTransaction") {
+      copy = in_transaction;
+    } else if (key == "readConcern") {
+      copy = target == ArgumentTarget::kRead || in_transaction;
+    } else if (key == "writeConcern") {
+      copy = target == ArgumentTarget::kWrite;
+    } else if (key == "bypassDocumentValidation") {
+      copy = target == ArgumentTarget::kWrite;
+    }
+    if (copy) AppendValue(out, key, iter);
+  }
+}
+
+Doc ErrorReply(int code, std::string_view code_name, std::string_view message) {
+  Doc doc;
+  BSON_APPEND_DOUBLE(doc.mut(), "ok", 0.0);
+  AppendString(doc.mut(), "errmsg", message);
+  BSON_APPEND_INT32(doc.mut(), "code", code);
+  AppendString(doc.mut(), "codeName", code_name);
+  return doc;
+}
+
+}  // namespace remold

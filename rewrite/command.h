@@ -1,0 +1,45 @@
+// Command: one decoded client command, as the rewrite engine sees it, and
+// the rules for carrying the client's generic arguments onto the backend
+// commands that replace it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/doc.h"
+
+namespace remold {
+
+struct Command {
+  std::string db;    // from "$db"
+  std::string name;  // the first key
+  Doc body;          // OP_MSG document sequences folded in as arrays
+};
+
+// The collection a command addresses ("find": "c" -> "c"; getMore's
+// "collection"), if it addresses one.
+std::optional<std::string> TargetCollection(const Command& command);
+
+// What kind of backend command receives the generic arguments.
+enum class ArgumentTarget {
+  kRead,   // gets readConcern; txnNumber only inside a transaction
+  kWrite,  // gets writeConcern and txnNumber (retryable writes)
+  kAdmin,  // index builds and the like: only comment and maxTimeMS
+};
+
+// Copies the client's generic arguments (lsid, txnNumber, autocommit,
+// startTransaction, $clusterTime, readConcern, writeConcern,
+// $readPreference, comment, maxTimeMS, apiVersion, ...) onto `out`, as
+// MongoDB allows them on a command of kind `target`. Never drops one that
+// changes the client's semantics for the command that carries the write.
+void CopyGenericArguments(const Command& client, ArgumentTarget target, bson_t* out);
+
+// True when the client runs this command inside a multi-document transaction.
+bool InTransaction(const Command& command);
+
+// {ok: 0, errmsg, code, codeName}
+Doc ErrorReply(int code, std::string_view code_name, std::string_view message);
+
+}  // namespace remold

@@ -1,0 +1,59 @@
+// Plan: what remold does for one client command that a rule rewrites.
+//
+// A Plan is data: the backend commands to run, in order, and a pure function
+// that shapes their replies into the one reply the client expects. The
+// proxy executes it; golden tests execute it against recorded replies.
+// Nothing in a Plan touches a socket, a clock or global state.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/doc.h"
+
+namespace remold {
+
+// One command for the backend. Its body carries "$db". A large array
+// argument (an update's "updates") travels as an OP_MSG document sequence.
+struct BackendCommand {
+  Doc body;
+  std::string sequence_id;  // empty: no document sequence
+  std::vector<Doc> sequence;
+};
+
+struct ShapedReply {
+  Doc reply;
+  // Backend cursors (in the rule's backend namespace) the proxy must kill
+  // after replying, e.g. the rest of a singleBatch find.
+  std::vector<int64_t> cursors_to_kill;
+  std::string kill_db;
+  std::string kill_collection;
+};
+
+struct Plan {
+  std::string rule;  // the rule's name, for logs and metrics
+
+  // Set when remold answers by itself (a refusal, or nothing to do).
+  std::optional<Doc> immediate_reply;
+
+  // Idempotent prerequisites (index creation): run once per process before
+  // the first command that needs them, and again only if they failed.
+  std::vector<BackendCommand> ensure;
+
+  std::vector<BackendCommand> commands;
+
+  // When set, execution stops after a reply that carries writeErrors
+  // (ordered writes); a reply with ok: 0 always stops execution, and that
+  // reply goes to the client as it is.
+  bool stop_on_write_errors = false;
+
+  // Shapes the replies of the commands that ran (possibly fewer than
+  // `commands` when execution stopped) into the client's reply.
+  std::function<ShapedReply(std::span<const Doc> replies)> shape;
+};
+
+}  // namespace remold

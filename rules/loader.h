@@ -1,0 +1,28 @@
+// Loading rule files: one YAML file per collection in a rules directory.
+//
+// Every key and type is checked. A mistake is reported as
+//   FILE:LINE: what is wrong, what was expected
+// and a directory with any mistake yields no RuleSet at all (the caller
+// keeps the rules it had).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rules/rule_set.h"
+
+namespace remold {
+
+struct RuleLoadResult {
+  std::shared_ptr<const RuleSet> rules;  // null when errors is not empty
+  std::vector<std::string> errors;
+};
+
+// Loads every *.yaml / *.yml file of `directory` (not recursive).
+RuleLoadResult LoadRuleDirectory(const std::string& directory);
+
+// Loads one rule from YAML text; `source` names it in messages.
+RuleLoadResult LoadRuleText(const std::string& text, const std::string& source);
+
+}  // namespace remold
