@@ -83,6 +83,9 @@ void LoadFile(Config& config, const std::string& path) {
   if (root.IsNull()) return;
   if (!root.IsMap()) throw ConfigError(path + ": expected a mapping of keys to values");
   for (const auto& entry : root) {
+    if (!entry.first.IsScalar())
+      throw ConfigError(path + ":" + std::to_string(entry.first.Mark().line + 1) +
+                        ": a key must be a plain name (expected one of: " + ExpectedKeys() + ")");
     const std::string key = entry.first.as<std::string>();
     const std::string where = path + ":" + std::to_string(entry.first.Mark().line + 1) + ": key '" + key + "'";
     bool known = false;

@@ -95,10 +95,15 @@ std::optional<HostAndPort> ParseHostAndPort(std::string_view text, std::string& 
     error = "'" + std::string(text) + "' has no host";
     return std::nullopt;
   }
+  if (text.front() != '[' && out.host.find(':') != std::string::npos) {
+    error = "'" + std::string(text) + "' is not host:port (write IPv6 addresses as [addr]:port)";
+    return std::nullopt;
+  }
   if (!port_text.empty() || text.back() == ':') {
     unsigned port = 0;
     auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
+    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
+        port > 65535) {
       error = "'" + std::string(text) + "' has an invalid port";
       return std::nullopt;
     }
@@ -113,6 +118,11 @@ std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string&
     return std::nullopt;
   }
   std::string_view rest = uri.substr(kScheme.size());
+  if (rest.substr(0, rest.find('?')).find('@') != std::string_view::npos) {
+    error = "backend URI must not carry credentials: each client authenticates as itself "
+            "through remold";
+    return std::nullopt;
+  }
   size_t path = rest.find_first_of("/?");
   std::string_view host_list = rest.substr(0, path);
   std::string_view query;
@@ -127,12 +137,6 @@ std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string&
       return std::nullopt;
     }
   }
-  if (host_list.find('@') != std::string_view::npos) {
-    error = "backend URI must not carry credentials: each client authenticates as itself "
-            "through remold";
-    return std::nullopt;
-  }
-
   BackendOptions out;
   while (!host_list.empty()) {
     size_t comma = host_list.find(',');

@@ -62,6 +62,37 @@ void Compress(Compressor c, std::span<const uint8_t> input, std::vector<uint8_t>
   }
 }
 
+std::optional<std::string> CheckDeclaredSize(Compressor c, std::span<const uint8_t> input,
+                                             size_t expected_size) {
+  // zlib's deflate cannot exceed a ratio of about 1032:1.
+  constexpr size_t kMaxZlibRatio = 1032;
+  switch (c) {
+    case Compressor::kNoop:
+      if (input.size() != expected_size) return "noop payload size differs from uncompressedSize";
+      return std::nullopt;
+    case Compressor::kSnappy: {
+      size_t length = 0;
+      if (!snappy::GetUncompressedLength(reinterpret_cast<const char*>(input.data()), input.size(),
+                                         &length))
+        return "corrupt snappy payload";
+      if (length != expected_size) return "snappy payload size differs from uncompressedSize";
+      return std::nullopt;
+    }
+    case Compressor::kZlib:
+      if (expected_size > input.size() * kMaxZlibRatio + 64)
+        return "zlib payload is too small for its uncompressedSize";
+      return std::nullopt;
+    case Compressor::kZstd: {
+      unsigned long long length = ZSTD_getFrameContentSize(input.data(), input.size());
+      if (length == ZSTD_CONTENTSIZE_ERROR) return "corrupt zstd payload";
+      if (length != ZSTD_CONTENTSIZE_UNKNOWN && length != expected_size)
+        return "zstd payload size differs from uncompressedSize";
+      return std::nullopt;
+    }
+  }
+  return "unknown compressor";
+}
+
 std::optional<std::string> Decompress(Compressor c, std::span<const uint8_t> input,
                                       std::span<uint8_t> out) {
   const size_t expected_size = out.size();

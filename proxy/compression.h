@@ -24,6 +24,12 @@ std::string_view CompressorName(Compressor c);
 // Appends the compressed form of `input` to `out`.
 void Compress(Compressor c, std::span<const uint8_t> input, std::vector<uint8_t>& out);
 
+// Checks, without decompressing, that `input` can plausibly inflate to
+// `expected_size` bytes, so a tiny message cannot make the proxy allocate
+// a large buffer for nothing. Returns the reason when it cannot.
+std::optional<std::string> CheckDeclaredSize(Compressor c, std::span<const uint8_t> input,
+                                             size_t expected_size);
+
 // Decompresses `input` into exactly `out.size()` bytes. Returns an error
 // message on corrupt input or when the output size differs.
 std::optional<std::string> Decompress(Compressor c, std::span<const uint8_t> input,

@@ -57,8 +57,8 @@ std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
     while (bson_iter_next(&iter)) {
       std::string_view key = bson_iter_key(&iter);
       if (IsTopologyField(key) || key == "compression") continue;
-      if (key == "maxMessageSizeBytes" && BSON_ITER_HOLDS_INT32(&iter) &&
-          bson_iter_int32(&iter) > kMaxMessageSize) {
+      if (key == "maxMessageSizeBytes" && BSON_ITER_HOLDS_NUMBER(&iter) &&
+          bson_iter_as_int64(&iter) > kMaxMessageSize) {
         BSON_APPEND_INT32(&out, "maxMessageSizeBytes", kMaxMessageSize);
         continue;
       }

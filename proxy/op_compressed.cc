@@ -37,8 +37,10 @@ std::optional<WireError> DecompressMessage(std::span<const uint8_t> message, std
     return ProtocolError("OP_COMPRESSED uses unknown compressor id " +
                          std::to_string(compressor_id));
 
-  out.resize(kHeaderSize + static_cast<size_t>(uncompressed_size));
   std::span<const uint8_t> payload = message.subspan(kHeaderSize + kEnvelopeSize);
+  if (auto error = CheckDeclaredSize(*compressor, payload, static_cast<size_t>(uncompressed_size)))
+    return ProtocolError("OP_COMPRESSED: " + *error);
+  out.resize(kHeaderSize + static_cast<size_t>(uncompressed_size));
   std::span<uint8_t> body = std::span<uint8_t>(out).subspan(kHeaderSize);
   if (auto error = Decompress(*compressor, payload, body))
     return ProtocolError("OP_COMPRESSED: " + *error);

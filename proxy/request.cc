@@ -47,6 +47,9 @@ std::optional<WireError> DecodeOpQuery(std::span<const uint8_t> message, Request
     }
   }
   out.command = std::string(first);
+  if (out.command.empty())
+    return WireError{error_codes::kFailedToParse, "FailedToParse",
+                     "OP_QUERY command is an empty document: no command name", false};
   if (!view.is_command())
     return WireError{error_codes::kUnsupportedOpQueryCommand, "UnsupportedOpQueryCommand",
                      "OP_QUERY is supported only for commands on <db>.$cmd; use OP_MSG", false};
@@ -56,6 +59,8 @@ std::optional<WireError> DecodeOpQuery(std::span<const uint8_t> message, Request
 }  // namespace
 
 std::optional<WireError> DecodeRequest(std::vector<uint8_t>& message, Request& out) {
+  if (message.size() < static_cast<size_t>(kHeaderSize))
+    return FatalProtocolError("message is shorter than its header");
   out.header = ReadHeader(message);
   if (out.header.op_code == static_cast<int32_t>(OpCode::kCompressed)) {
     std::vector<uint8_t> original;

@@ -79,4 +79,9 @@ void EnsuredCommands::Add(const std::string& key) {
   done_.insert(key);
 }
 
+void EnsuredCommands::Clear() {
+  std::lock_guard lock(mutex_);
+  done_.clear();
+}
+
 }  // namespace remold

@@ -35,6 +35,9 @@ class EnsuredCommands {
  public:
   bool Contains(const std::string& key) const;
   void Add(const std::string& key);
+  // Forgets everything: after a drop, an index may be gone and must be
+  // ensured again.
+  void Clear();
 
  private:
   mutable std::mutex mutex_;

@@ -80,7 +80,10 @@ awaitable<bool> Session::Handle() {
   }
   if (request.more_to_come) co_return true;
   if (request.is_handshake) negotiated_ = request.offered_compressors;
-  co_return co_await RelayReplies(request);
+  const bool relayed = co_await RelayReplies(request);
+  // A drop may take a bucket index with it: ensure indexes again from now on.
+  if (request.command == "drop" || request.command == "dropDatabase") shared_.ensured.Clear();
+  co_return relayed;
 }
 
 awaitable<bool> Session::RelayReplies(const wire::Request& request) {
@@ -184,6 +187,7 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
     replies.push_back(std::move(*reply));
     if (plan.stop_on_write_errors && write_errors) break;
   }
+  if (request.command == "drop") shared_.ensured.Clear();
   ShapedReply shaped = plan.shape(replies);
   if (!co_await SendReply(request, shaped.reply)) co_return false;
   if (!shaped.cursors_to_kill.empty()) {
