@@ -163,7 +163,8 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
     return ok && bson_iter_as_double(&*ok) == 1.0;
   };
   for (const BackendCommand& ensure : plan.ensure) {
-    std::string key = ensure.body.ToCanonicalJson();
+    auto bytes = ensure.body.bytes();
+    std::string key(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     if (shared_.ensured.Contains(key)) continue;
     std::optional<Doc> reply = co_await RoundTrip(ensure);
     if (!reply) co_return false;
