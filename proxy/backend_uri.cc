@@ -102,8 +102,7 @@ std::optional<HostAndPort> ParseHostAndPort(std::string_view text, std::string& 
   if (!port_text.empty() || text.back() == ':') {
     unsigned port = 0;
     auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
-        port > 65535) {
+    if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
       error = "'" + std::string(text) + "' has an invalid port";
       return std::nullopt;
     }
@@ -143,6 +142,10 @@ std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string&
     std::optional<HostAndPort> host = ParseHostAndPort(host_list.substr(0, comma), error);
     if (!host) {
       error = "backend URI host " + error;
+      return std::nullopt;
+    }
+    if (host->port == 0) {
+      error = "backend URI host '" + host->host + ":0' has an invalid port";
       return std::nullopt;
     }
     out.hosts.push_back(*host);

@@ -37,7 +37,7 @@ struct BackendOptions {
 // returns nullopt and sets `error` to one line naming what is wrong.
 std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string& error);
 
-// "host:port" or "[v6addr]:port".
+// "host:port" or "[v6addr]:port"; port 0 is accepted (a listener's "any").
 std::optional<HostAndPort> ParseHostAndPort(std::string_view text, std::string& error);
 
 }  // namespace remold
