@@ -7,6 +7,7 @@
 # Environment:
 #   REMOLD_BENCH_BACKEND=HOST:PORT  use this backend instead of starting
 #                                   mongo-java-server (tests/backend).
+#   REMOLD_BENCH_REMOLD_ARGS="..."  extra flags for remold serve (e.g. --threads 1)
 #   REMOLD_BENCH_PROXY=HOST:PORT    use this proxy instead of starting
 #                                   BUILD_DIR/remold.
 # Everything this script starts is stopped on exit (trap), and its logs
@@ -83,7 +84,7 @@ start_backend() {
 start_remold() {
   [[ -x $BUILD/remold ]] || die "no remold binary at $BUILD/remold (run: make build)"
   "$BUILD/remold" serve --listen 127.0.0.1:0 --backend "mongodb://$BACKEND" \
-    --log-level warn >"$WORK/remold.out" 2>"$WORK/remold.err" &
+    --log-level warn ${REMOLD_BENCH_REMOLD_ARGS:-} >"$WORK/remold.out" 2>"$WORK/remold.err" &
   REMOLD_PID=$!
   local line
   line=$(wait_for_line "$WORK/remold.out" '^remold listening on ' "$REMOLD_PID") || {

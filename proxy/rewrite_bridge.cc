@@ -22,9 +22,25 @@ std::optional<Command> CommandForRules(const wire::Request& request, const RuleS
   if (!bson_init_static(&body, request.command_document.data(), request.command_document.size()))
     return std::nullopt;
   std::optional<std::string> db = StringField(&body, "$db");
-  const char* target_key = request.command == "getMore" ? "collection" : request.command.c_str();
-  std::optional<std::string> collection = StringField(&body, target_key);
-  if (!db || !collection || !rules.Find(*db, *collection)) return std::nullopt;
+  if (!db) return std::nullopt;
+  if (request.command == "explain") {
+    // The namespace is the explained command's.
+    bson_iter_t it, inner_it;
+    if (!bson_iter_init_find(&it, &body, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
+        !bson_iter_recurse(&it, &inner_it) || !bson_iter_next(&inner_it))
+      return std::nullopt;
+    std::string inner_name = bson_iter_key(&inner_it);
+    bson_iter_t target;
+    bson_iter_recurse(&it, &target);
+    const char* key = inner_name == "getMore" ? "collection" : inner_name.c_str();
+    if (!bson_iter_find(&target, key) || !BSON_ITER_HOLDS_UTF8(&target) ||
+        !rules.Find(*db, bson_iter_utf8(&target, nullptr)))
+      return std::nullopt;
+  } else {
+    const char* target_key = request.command == "getMore" ? "collection" : request.command.c_str();
+    std::optional<std::string> collection = StringField(&body, target_key);
+    if (!collection || !rules.Find(*db, *collection)) return std::nullopt;
+  }
 
   Command command;
   command.db = *db;

@@ -18,10 +18,54 @@ void ContinueTransaction(Plan& plan) {
   }
 }
 
-}  // namespace
+std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
+                                   const Capabilities& caps);
 
-std::optional<Plan> Rewrite(const Command& command, const RuleSet& rules, const Capabilities& caps) {
-  if (rules.empty()) return std::nullopt;
+// {explain: <command>, verbosity}: explains the backend command the
+// rewrite of <command> would run, when it is a single read.
+std::optional<Plan> RewriteExplain(const Command& command, const RuleSet& rules,
+                                   const Capabilities& caps) {
+  std::optional<Doc> inner_body = FindDocument(command.body.get(), "explain");
+  if (!inner_body || inner_body->empty()) return std::nullopt;
+  Command inner;
+  inner.db = command.db;
+  inner.body = *inner_body;
+  bson_iter_t first;
+  bson_iter_init(&first, inner.body.get());
+  bson_iter_next(&first);
+  inner.name = bson_iter_key(&first);
+  std::optional<Plan> plan = RewriteCommand(inner, rules, caps);
+  if (!plan) return std::nullopt;
+  if (plan->immediate_reply) return plan;
+  if (plan->commands.size() != 1 || !plan->commands[0].sequence_id.empty() ||
+      inner.name == "insert" || inner.name == "delete") {
+    Plan refused;
+    refused.rule = plan->rule;
+    refused.immediate_reply = ErrorReply(
+        115, "CommandNotSupported",
+        "explain of '" + inner.name + "' is not supported on a namespace with a rule; try "
+        "`remold explain` to see the backend commands");
+    return refused;
+  }
+  Doc inner_backend;
+  bson_copy_to_excluding_noinit(plan->commands[0].body.get(), inner_backend.mut(), "$db", "lsid",
+                                "$clusterTime", "$readPreference", nullptr);
+  Plan wrapped;
+  wrapped.rule = plan->rule;
+  BackendCommand explain;
+  AppendDoc(explain.body.mut(), "explain", inner_backend);
+  if (auto verbosity = Find(command.body.get(), "verbosity"))
+    AppendValue(explain.body.mut(), "verbosity", *verbosity);
+  CopyGenericArguments(command, ArgumentTarget::kRead, explain.body.mut());
+  AppendString(explain.body.mut(), "$db", command.db);
+  wrapped.commands.push_back(std::move(explain));
+  wrapped.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}}; };
+  return wrapped;
+}
+
+std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
+                                   const Capabilities& caps) {
+  if (command.name == "explain") return RewriteExplain(command, rules, caps);
   std::optional<std::string> collection = TargetCollection(command);
   if (!collection) return std::nullopt;
   const Rule* rule = rules.Find(command.db, *collection);
@@ -30,7 +74,15 @@ std::optional<Plan> Rewrite(const Command& command, const RuleSet& rules, const 
       [&](const auto& pattern) { return RewriteBucket(command, *rule, pattern, caps); },
       rule->pattern);
   plan.rule = rule->name;
-  ContinueTransaction(plan);
+  return plan;
+}
+
+}  // namespace
+
+std::optional<Plan> Rewrite(const Command& command, const RuleSet& rules, const Capabilities& caps) {
+  if (rules.empty()) return std::nullopt;
+  std::optional<Plan> plan = RewriteCommand(command, rules, caps);
+  if (plan) ContinueTransaction(*plan);
   return plan;
 }
 
