@@ -31,6 +31,7 @@ BackendCommand EnsureBucketIndex(const BucketRule& rule) {
   std::string name = "remold_bucket";
   for (const auto& meta : rule.meta_fields) name += "_" + meta;
   name += "_" + rule.bucket_time_field;
+  if (rule.max_count) name += "_multi";  // not unique: a name of its own
   AppendString(index.mut(), "name", name);
   if (!rule.max_count) BSON_APPEND_BOOL(index.mut(), "unique", true);
 
@@ -66,7 +67,17 @@ Plan RewriteBucket(const Command& command, const Rule& rule, const BucketRule& b
     CopyGenericArguments(command, ArgumentTarget::kWrite, drop.body.mut());
     AppendString(drop.body.mut(), "$db", bucket.buckets.db);
     plan.commands.push_back(std::move(drop));
-    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}}; };
+    plan.shape = [logical = bucket.logical.full()](std::span<const Doc> replies) {
+      ShapedReply out;
+      bson_iter_t it;
+      bson_iter_init(&it, replies.front().get());
+      while (bson_iter_next(&it)) {
+        std::string_view key = bson_iter_key(&it);
+        if (key == "ns") AppendString(out.reply.mut(), "ns", logical);
+        else AppendValue(out.reply.mut(), key, it);
+      }
+      return out;
+    };
     return plan;
   }
   return ImmediateReply(ErrorReply(

@@ -52,13 +52,21 @@ std::optional<std::string> Classify(const BucketRule& rule, const Doc& doc, Stat
   if (!BSON_ITER_HOLDS_DATE_TIME(&*time))
     return "field '" + rule.time_field + "' must be a date for the bucket rule of " +
            rule.logical.full();
+  for (const auto& summary : rule.summaries) {
+    auto value = Find(doc.get(), summary.field);
+    if (value && (BSON_ITER_HOLDS_ARRAY(&*value) || BSON_ITER_HOLDS_DECIMAL128(&*value)))
+      return "summarised field '" + summary.field + "' must hold a single int, long or double "
+             "(arrays and decimals are not summarised)";
+  }
   out.start_ms = BucketStart(rule, bson_iter_date_time(&*time));
   out.key.clear();
   for (const auto& field : rule.meta_fields) {
     auto value = Find(doc.get(), field);
-    if (!value) {
+    // Missing and null group together, as a MongoDB index keys them alike:
+    // the bucket stores null, and its readings come back with null.
+    if (!value || BSON_ITER_HOLDS_NULL(&*value)) {
       out.missing_meta.push_back(field);
-      out.key += "\x01";
+      out.key += "\x01" + field;
       continue;
     }
     if (BSON_ITER_HOLDS_ARRAY(&*value))
@@ -88,9 +96,11 @@ Doc MeasurementOf(const BucketRule& rule, const Doc& doc) {
 }
 
 // Sum of numbers: int64 while every addend is an integer, double otherwise.
+// Min and max leave NaN out: a query range never matches NaN, and $min
+// would keep a NaN (the smallest BSON number) for good.
 struct Accumulator {
-  bool any = false;
   bool integral = true;
+  bool any_sum = false;
   int64_t int_sum = 0;
   double double_sum = 0;
   std::optional<bson_iter_t> min, max;
@@ -109,9 +119,10 @@ struct Accumulator {
       return;  // summaries cover numbers only
     }
     double_sum += d;
-    if (!any || d < min_value) { min_value = d; min = v; }
-    if (!any || d > max_value) { max_value = d; max = v; }
-    any = true;
+    any_sum = true;
+    if (std::isnan(d)) return;
+    if (!min || d < min_value) { min_value = d; min = v; }
+    if (!max || d > max_value) { max_value = d; max = v; }
   }
 };
 
@@ -147,7 +158,7 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st, std::vector<Doc>& m
     BSON_APPEND_DOCUMENT_BEGIN(u, "$inc", &inc);
     BSON_APPEND_INT32(&inc, BucketRule::kCountField, static_cast<int32_t>(st.measurements.size()));
     for (size_t s = 0; s < rule.summaries.size(); ++s) {
-      if (!rule.summaries[s].sum || !acc[s].any) continue;
+      if (!rule.summaries[s].sum || !acc[s].any_sum) continue;
       std::string path = std::string(BucketRule::kSumField) + "." + rule.summaries[s].field;
       if (acc[s].integral) BSON_APPEND_INT64(&inc, path.c_str(), acc[s].int_sum);
       else BSON_APPEND_DOUBLE(&inc, path.c_str(), acc[s].double_sum);
@@ -179,6 +190,7 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st, std::vector<Doc>& m
     bson_iter_t it;
     bson_iter_init(&it, st.meta.get());
     while (bson_iter_next(&it)) AppendValue(&soi, bson_iter_key(&it), it);
+    for (const auto& missing : st.missing_meta) BSON_APPEND_NULL(&soi, missing.c_str());
     bson_append_date_time(&soi, rule.bucket_time_field.c_str(), -1, st.start_ms);
     bson_append_document_end(u, &soi);
   }
@@ -194,12 +206,7 @@ Doc BuildStatement(const BucketRule& rule, const Statement& st) {
   bson_iter_t it;
   bson_iter_init(&it, st.meta.get());
   while (bson_iter_next(&it)) AppendValue(q.mut(), bson_iter_key(&it), it);
-  for (const auto& missing : st.missing_meta) {
-    bson_t exists;
-    bson_append_document_begin(q.mut(), missing.c_str(), -1, &exists);
-    BSON_APPEND_BOOL(&exists, "$exists", false);
-    bson_append_document_end(q.mut(), &exists);
-  }
+  for (const auto& missing : st.missing_meta) BSON_APPEND_NULL(q.mut(), missing.c_str());
   bson_append_date_time(q.mut(), rule.bucket_time_field.c_str(), -1, st.start_ms);
   if (rule.max_count) {
     bson_t lte;

@@ -1,6 +1,7 @@
 #include "rewrite/bucket_pushdown.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,12 @@ const BucketSummary* SummaryOf(const BucketRule& rule, std::string_view key) {
   return nullptr;
 }
 
+// A number the summaries can bound. NaN is not: a query matches NaN only
+// with NaN, and summaries leave NaN out. Decimal128 values are refused at
+// insert, so summaries never hold them.
 bool IsNumber(const bson_iter_t& it) {
-  return BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it) || BSON_ITER_HOLDS_DOUBLE(&it) ||
-         BSON_ITER_HOLDS_DECIMAL128(&it);
+  if (BSON_ITER_HOLDS_DOUBLE(&it)) return !std::isnan(bson_iter_double(&it));
+  return BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it);
 }
 
 // Conjuncts are collected as single-key documents and joined at the end.

@@ -66,6 +66,12 @@ void AppendIntegerStage(std::vector<Doc>& stages, std::string_view name, int64_t
   stages.push_back(std::move(stage));
 }
 
+bool EndsWithWriteStage(const std::vector<Doc>& pipeline) {
+  if (pipeline.empty()) return false;
+  const bson_t* last = pipeline.back().get();
+  return Find(last, "$out").has_value() || Find(last, "$merge").has_value();
+}
+
 BackendCommand AggregateCommand(const Command& command, const BucketRule& rule,
                                 const std::vector<Doc>& pipeline, const Doc& cursor) {
   BackendCommand backend;
@@ -78,6 +84,12 @@ BackendCommand AggregateCommand(const Command& command, const BucketRule& rule,
     if (auto v = Find(command.body.get(), passthrough)) AppendValue(body, passthrough, *v);
   }
   CopyGenericArguments(command, ArgumentTarget::kRead, body);
+  if (EndsWithWriteStage(pipeline)) {
+    // $out / $merge write: the client's write arguments apply to them.
+    for (const char* write_arg : {"writeConcern", "bypassDocumentValidation"}) {
+      if (auto v = Find(command.body.get(), write_arg)) AppendValue(body, write_arg, *v);
+    }
+  }
   AppendString(body, "$db", rule.buckets.db);
   return backend;
 }

@@ -95,6 +95,9 @@ int64_t ParseSpan(const FileContext& ctx, const YAML::Node& node, const std::str
   auto it = kUnits.find(unit);
   if (ec != std::errc() || amount <= 0 || it == kUnits.end())
     ctx.Fail(node, "span '" + text + "' must be a positive duration like 90s, 15m, 1h or 1d");
+  constexpr int64_t kMaxSpanMs = 366LL * 86'400'000;  // a year of measurements per bucket at most
+  if (amount > kMaxSpanMs / it->second)
+    ctx.Fail(node, "span '" + text + "' is too long, expected at most 366d");
   return amount * it->second;
 }
 
