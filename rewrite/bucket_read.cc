@@ -94,8 +94,10 @@ BackendCommand AggregateCommand(const Command& command, const BucketRule& rule,
   return backend;
 }
 
-// Rewrites "ns" of a cursor reply to the logical namespace.
-Doc WithLogicalNamespace(const Doc& reply, const BucketRule& rule, int64_t* cursor_id = nullptr) {
+// A copy of a cursor reply with cursor.ns set to `ns`, and cursor.id set to
+// `id` when given; the backend's cursor id goes to `id_out`.
+Doc WithCursor(const Doc& reply, std::string_view ns, std::optional<int64_t> id,
+               int64_t* id_out = nullptr) {
   Doc out;
   bson_iter_t it;
   bson_iter_init(&it, reply.get());
@@ -112,15 +114,39 @@ Doc WithLogicalNamespace(const Doc& reply, const BucketRule& rule, int64_t* curs
     while (bson_iter_next(&child)) {
       std::string_view ckey = bson_iter_key(&child);
       if (ckey == "ns") {
-        AppendString(&cursor, "ns", rule.logical.full());
+        AppendString(&cursor, "ns", ns);
+      } else if (ckey == "id") {
+        if (id_out) *id_out = bson_iter_as_int64(&child);
+        if (id) BSON_APPEND_INT64(&cursor, "id", *id);
+        else AppendValue(&cursor, ckey, child);
       } else {
-        if (ckey == "id" && cursor_id) *cursor_id = bson_iter_as_int64(&child);
         AppendValue(&cursor, ckey, child);
       }
     }
     bson_append_document_end(out.mut(), &cursor);
   }
   return out;
+}
+
+Doc WithLogicalNamespace(const Doc& reply, const BucketRule& rule) {
+  return WithCursor(reply, rule.logical.full(), std::nullopt);
+}
+
+// The client's command, sent to the bucket collection instead: the
+// collection named under `collection_key`, everything else as it is.
+BackendCommand Redirected(const Command& command, const BucketRule& rule,
+                          std::string_view collection_key) {
+  BackendCommand backend;
+  bson_t* body = backend.body.mut();
+  bson_iter_t it;
+  bson_iter_init(&it, command.body.get());
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == collection_key) AppendString(body, key, rule.buckets.collection);
+    else if (key == "$db") AppendString(body, "$db", rule.buckets.db);
+    else AppendValue(body, key, it);
+  }
+  return backend;
 }
 
 // The first batch's first document, for count and distinct.
@@ -182,32 +208,13 @@ Plan RewriteBucketFind(const Command& command, const BucketRule& rule) {
   plan.shape = [rule, single_batch](std::span<const Doc> replies) {
     ShapedReply out;
     int64_t id = 0;
-    out.reply = WithLogicalNamespace(replies.front(), rule, &id);
+    out.reply = WithCursor(replies.front(), rule.logical.full(), std::nullopt, &id);
     if (single_batch && id != 0) {
-      // The client asked for one batch: close the rest and report id 0.
+      // The client asked for one batch: report id 0 and close the rest.
+      out.reply = WithCursor(replies.front(), rule.logical.full(), 0);
       out.cursors_to_kill.push_back(id);
       out.kill_db = rule.buckets.db;
       out.kill_collection = rule.buckets.collection;
-      Doc fixed;
-      bson_iter_t it;
-      bson_iter_init(&it, out.reply.get());
-      while (bson_iter_next(&it)) {
-        std::string_view key = bson_iter_key(&it);
-        if (key != "cursor") {
-          AppendValue(fixed.mut(), key, it);
-          continue;
-        }
-        bson_t c;
-        bson_iter_t child;
-        bson_append_document_begin(fixed.mut(), "cursor", -1, &c);
-        bson_iter_recurse(&it, &child);
-        while (bson_iter_next(&child)) {
-          if (std::string_view(bson_iter_key(&child)) == "id") BSON_APPEND_INT64(&c, "id", 0);
-          else AppendValue(&c, bson_iter_key(&child), child);
-        }
-        bson_append_document_end(fixed.mut(), &c);
-      }
-      out.reply = std::move(fixed);
     }
     return out;
   };
@@ -317,18 +324,8 @@ Plan RewriteBucketDistinct(const Command& command, const BucketRule& rule) {
 }
 
 Plan RewriteBucketGetMore(const Command& command, const BucketRule& rule) {
-  BackendCommand backend;
-  bson_t* body = backend.body.mut();
-  bson_iter_t it;
-  bson_iter_init(&it, command.body.get());
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key == "collection") AppendString(body, "collection", rule.buckets.collection);
-    else if (key == "$db") AppendString(body, "$db", rule.buckets.db);
-    else AppendValue(body, key, it);
-  }
   Plan plan;
-  plan.commands.push_back(std::move(backend));
+  plan.commands.push_back(Redirected(command, rule, "collection"));
   plan.shape = [rule](std::span<const Doc> replies) {
     ShapedReply out;
     out.reply = WithLogicalNamespace(replies.front(), rule);
@@ -338,18 +335,8 @@ Plan RewriteBucketGetMore(const Command& command, const BucketRule& rule) {
 }
 
 Plan RewriteBucketKillCursors(const Command& command, const BucketRule& rule) {
-  BackendCommand backend;
-  bson_t* body = backend.body.mut();
-  bson_iter_t it;
-  bson_iter_init(&it, command.body.get());
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key == "killCursors") AppendString(body, "killCursors", rule.buckets.collection);
-    else if (key == "$db") AppendString(body, "$db", rule.buckets.db);
-    else AppendValue(body, key, it);
-  }
   Plan plan;
-  plan.commands.push_back(std::move(backend));
+  plan.commands.push_back(Redirected(command, rule, "killCursors"));
   plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}}; };
   return plan;
 }
