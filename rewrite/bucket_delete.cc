@@ -165,6 +165,9 @@ Plan RewriteBucketDelete(const Command& command, const BucketRule& rule) {
   if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
     return ImmediateReply(ErrorReply(9, "FailedToParse", "delete needs a 'deletes' array"));
   std::vector<Doc> statements = ArrayDocuments(*deletes);
+  if (statements.empty())
+    return ImmediateReply(ErrorReply(16, "InvalidLength",
+                                     "Write batch sizes must be between 1 and 100000. Got 0 operations."));
   if (statements.size() > 1 && Find(command.body.get(), "txnNumber"))
     return ImmediateReply(ErrorReply(
         kIllegalOperation, "IllegalOperation",

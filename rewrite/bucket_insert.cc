@@ -334,6 +334,9 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const C
   if (!documents_iter || !BSON_ITER_HOLDS_ARRAY(&*documents_iter))
     return ImmediateReply(ErrorReply(9, "FailedToParse", "insert needs a 'documents' array"));
   std::vector<Doc> docs = ArrayDocuments(*documents_iter);
+  if (docs.empty())
+    return ImmediateReply(ErrorReply(16, "InvalidLength",
+                                     "Write batch sizes must be between 1 and 100000. Got 0 operations."));
   const bool ordered = FindBool(command.body.get(), "ordered").value_or(true);
 
   InsertShape shape;

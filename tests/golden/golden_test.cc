@@ -1,0 +1,479 @@
+// Golden tests of the rewrite engine: one test per folder
+// cases/<pattern>/<case>/ (see README.md for the files a case holds).
+//
+// A case runs the pure engine the way the proxy does (proxy/session.cc):
+// Rewrite(command, rules, capabilities) -> Plan; the plan's ensure commands
+// and commands are compared with commands.json; the recorded backend replies
+// (replies.json) are fed to plan.shape, stopping where the proxy would stop,
+// and the client's reply is compared with reply.json.
+//
+// REMOLD_GOLDEN_UPDATE=1 rewrites the expected files from the actual output.
+// Review every rewritten file by hand before keeping it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/doc.h"
+#include "rewrite/capabilities.h"
+#include "rewrite/command.h"
+#include "rewrite/engine.h"
+#include "rewrite/plan.h"
+#include "rules/loader.h"
+
+#ifndef REMOLD_GOLDEN_DIR
+#error "REMOLD_GOLDEN_DIR must name the cases directory"
+#endif
+
+namespace remold {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------
+// Files
+
+std::string CasesDir() {
+  if (const char* dir = std::getenv("REMOLD_GOLDEN_DIR")) return dir;
+  return REMOLD_GOLDEN_DIR;
+}
+
+bool UpdateMode() {
+  const char* v = std::getenv("REMOLD_GOLDEN_UPDATE");
+  return v && *v && std::string(v) != "0";
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// Parses a JSON document; a top-level array parses as {"0": .., "1": ..}.
+std::optional<Doc> ParseJsonFile(const fs::path& path, std::string* error) {
+  std::string text = ReadFile(path);
+  std::string parse_error;
+  std::optional<Doc> doc = Doc::FromJson(text, &parse_error);
+  if (!doc) *error = path.string() + ": not Extended JSON: " + parse_error;
+  return doc;
+}
+
+std::vector<Doc> ArrayItems(const Doc& array) {
+  std::vector<Doc> items;
+  bson_iter_t it;
+  bson_iter_init(&it, array.get());
+  while (bson_iter_next(&it)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
+    uint32_t length = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&it, &length, &data);
+    items.push_back(Doc::FromBytes({data, length}));
+  }
+  return items;
+}
+
+// ---------------------------------------------------------------------------
+// Printing: relaxed Extended JSON (readable), except that int64 is written
+// as {"$numberLong": ..} so that every number keeps its BSON type when the
+// file is parsed again. Short values stay on one line.
+
+constexpr size_t kLineWidth = 100;
+
+// libbson writes `{ "$date" : "..." }`; the golden files write
+// `{"$date": "..."}` like the rest of them (strings are left alone).
+std::string Tighten(const std::string& json) {
+  std::string out;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < json.size()) out += json[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == ' ' && (i + 1 == json.size() || json[i + 1] == '}' || json[i + 1] == ']' ||
+                     json[i + 1] == ':' || json[i + 1] == ',' || out.empty() ||
+                     out.back() == '{' || out.back() == '['))
+      continue;
+    out += c;
+  }
+  return out;
+}
+
+std::string RelaxedValue(const bson_iter_t& iter) {
+  Doc one;
+  AppendValue(one.mut(), "v", iter);
+  std::string json = one.ToRelaxedJson();  // { "v" : <value> }
+  const std::string prefix = "{ \"v\" : ";
+  return Tighten(json.substr(prefix.size(), json.size() - prefix.size() - 2));
+}
+
+std::string QuotedKey(std::string_view key) {
+  Doc one;
+  bson_append_null(one.mut(), key.data(), static_cast<int>(key.size()));
+  std::string json = one.ToRelaxedJson();  // { "<key>" : null }
+  return json.substr(2, json.size() - 2 - std::string(" : null }").size());
+}
+
+std::string Pretty(const bson_t* doc, bool is_array, size_t indent);
+
+std::string PrettyValue(const bson_iter_t& iter, size_t indent) {
+  if (BSON_ITER_HOLDS_DOCUMENT(&iter) || BSON_ITER_HOLDS_ARRAY(&iter)) {
+    uint32_t length = 0;
+    const uint8_t* data = nullptr;
+    const bool is_array = BSON_ITER_HOLDS_ARRAY(&iter);
+    if (is_array) bson_iter_array(&iter, &length, &data);
+    else bson_iter_document(&iter, &length, &data);
+    bson_t child;
+    bson_init_static(&child, data, length);
+    return Pretty(&child, is_array, indent);
+  }
+  if (BSON_ITER_HOLDS_INT64(&iter))
+    return "{\"$numberLong\": \"" + std::to_string(bson_iter_int64(&iter)) + "\"}";
+  return RelaxedValue(iter);
+}
+
+std::string Pretty(const bson_t* doc, bool is_array, size_t indent) {
+  std::vector<std::string> compact, wide;
+  bson_iter_t it;
+  bson_iter_init(&it, doc);
+  while (bson_iter_next(&it)) {
+    std::string key = is_array ? "" : QuotedKey(bson_iter_key(&it)) + ": ";
+    compact.push_back(key + PrettyValue(it, 0));
+    wide.push_back(key + PrettyValue(it, indent + 2));
+  }
+  const char* open = is_array ? "[" : "{";
+  const char* close = is_array ? "]" : "}";
+  if (compact.empty()) return std::string(open) + close;
+  std::string one_line = open;
+  for (size_t i = 0; i < compact.size(); ++i)
+    one_line += (i ? ", " : "") + compact[i];
+  one_line += close;
+  if (indent + one_line.size() <= kLineWidth && one_line.find('\n') == std::string::npos)
+    return one_line;
+  std::string out = std::string(open) + "\n";
+  for (size_t i = 0; i < wide.size(); ++i)
+    out += std::string(indent + 2, ' ') + wide[i] + (i + 1 < wide.size() ? ",\n" : "\n");
+  return out + std::string(indent, ' ') + close;
+}
+
+std::string PrettyDoc(const Doc& doc) { return Pretty(doc.get(), false, 0) + "\n"; }
+
+std::string PrettyArray(const std::vector<Doc>& docs) {
+  if (docs.empty()) return "[]\n";
+  std::string out = "[\n";
+  for (size_t i = 0; i < docs.size(); ++i)
+    out += "  " + Pretty(docs[i].get(), false, 2) + (i + 1 < docs.size() ? ",\n" : "\n");
+  return out + "]\n";
+}
+
+Doc AsArrayDoc(const std::vector<Doc>& docs) {
+  Doc out;
+  for (size_t i = 0; i < docs.size(); ++i)
+    BSON_APPEND_DOCUMENT(out.mut(), std::to_string(i).c_str(), docs[i].get());
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The plan as golden files show it.
+
+// A backend command with its document sequence folded in as an array under
+// the sequence id, just before "$db" (as app/explain.cc shows it).
+Doc Display(const BackendCommand& command) {
+  if (command.sequence_id.empty()) return command.body;
+  Doc shown;
+  bson_iter_t it;
+  bson_iter_init(&it, command.body.get());
+  bool placed = false;
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == "$db" && !placed) {
+      AppendArray(shown.mut(), command.sequence_id, command.sequence);
+      placed = true;
+    }
+    AppendValue(shown.mut(), key, it);
+  }
+  if (!placed) AppendArray(shown.mut(), command.sequence_id, command.sequence);
+  return shown;
+}
+
+// The killCursors the proxy sends after replying (proxy/session.cc).
+Doc KillCommand(const ShapedReply& shaped) {
+  Doc kill;
+  AppendString(kill.mut(), "killCursors", shaped.kill_collection);
+  bson_t ids;
+  BSON_APPEND_ARRAY_BEGIN(kill.mut(), "cursors", &ids);
+  for (size_t i = 0; i < shaped.cursors_to_kill.size(); ++i)
+    BSON_APPEND_INT64(&ids, std::to_string(i).c_str(), shaped.cursors_to_kill[i]);
+  bson_append_array_end(kill.mut(), &ids);
+  AppendString(kill.mut(), "$db", shaped.kill_db);
+  return kill;
+}
+
+bool IsOk(const Doc& reply) {
+  auto ok = Find(reply.get(), "ok");
+  return ok && bson_iter_as_double(&*ok) == 1.0;
+}
+
+// ---------------------------------------------------------------------------
+// Cases
+
+struct CaseName {
+  std::string pattern;
+  std::string name;
+  fs::path dir;
+};
+
+// gtest prints the parameter of a failing case with this.
+void PrintTo(const CaseName& c, std::ostream* os) { *os << c.pattern << "/" << c.name; }
+
+std::vector<CaseName> ListCases() {
+  std::vector<CaseName> cases;
+  std::error_code ec;
+  fs::path root = CasesDir();
+  if (!fs::is_directory(root, ec)) return cases;
+  for (const auto& pattern : fs::directory_iterator(root, ec)) {
+    if (!pattern.is_directory()) continue;
+    for (const auto& dir : fs::directory_iterator(pattern.path(), ec)) {
+      if (!dir.is_directory()) continue;
+      cases.push_back({pattern.path().filename().string(), dir.path().filename().string(),
+                       dir.path()});
+    }
+  }
+  std::sort(cases.begin(), cases.end(),
+            [](const CaseName& a, const CaseName& b) { return a.dir < b.dir; });
+  return cases;
+}
+
+std::string TestName(const testing::TestParamInfo<CaseName>& info) {
+  std::string name = info.param.pattern + "__" + info.param.name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+const std::set<std::string> kCaseFiles = {
+    "rule.yaml",  "rules",      "command.json", "capabilities.json", "commands.json",
+    "replies.json", "reply.json", "kill.json",  "forward",           "notes.md"};
+
+std::optional<Capabilities> LoadCapabilities(const fs::path& path, std::string* error) {
+  Capabilities caps;
+  if (!fs::exists(path)) return caps;
+  std::optional<Doc> doc = ParseJsonFile(path, error);
+  if (!doc) return std::nullopt;
+  bson_iter_t it;
+  bson_iter_init(&it, doc->get());
+  while (bson_iter_next(&it)) {
+    std::string key = bson_iter_key(&it);
+    int32_t* target = key == "max_write_batch_size"     ? &caps.max_write_batch_size
+                      : key == "max_bson_object_size"   ? &caps.max_bson_object_size
+                      : key == "max_message_size_bytes" ? &caps.max_message_size_bytes
+                      : key == "max_wire_version"       ? &caps.max_wire_version
+                                                        : nullptr;
+    if (!target || !BSON_ITER_HOLDS_INT32(&it)) {
+      *error = path.string() + ": unknown key or not an int32: '" + key +
+               "' (expected max_write_batch_size, max_bson_object_size, "
+               "max_message_size_bytes, max_wire_version)";
+      return std::nullopt;
+    }
+    *target = bson_iter_int32(&it);
+  }
+  return caps;
+}
+
+std::shared_ptr<const RuleSet> LoadRules(const fs::path& dir, std::string* error) {
+  RuleLoadResult result;
+  if (fs::exists(dir / "rule.yaml")) {
+    if (fs::exists(dir / "rules")) {
+      *error = "give either rule.yaml or rules/, not both";
+      return nullptr;
+    }
+    result = LoadRuleText(ReadFile(dir / "rule.yaml"), (dir / "rule.yaml").string());
+  } else if (fs::is_directory(dir / "rules")) {
+    result = LoadRuleDirectory((dir / "rules").string());
+  } else {
+    *error = "a case needs rule.yaml or a rules/ directory";
+    return nullptr;
+  }
+  for (const auto& e : result.errors) *error += e + "\n";
+  return result.rules;
+}
+
+// Compares `actual` with the document in `path` (or rewrites the file).
+void ExpectDocFile(const fs::path& path, const Doc& actual, const std::string& pretty) {
+  if (UpdateMode()) {
+    // Say which expected files changed: each one needs a review.
+    std::string error;
+    std::optional<Doc> before = fs::exists(path) ? ParseJsonFile(path, &error) : std::nullopt;
+    if (!before || !(*before == actual)) std::cout << "golden: rewrote " << path.string() << "\n";
+    WriteFile(path, pretty);
+    return;
+  }
+  if (!fs::exists(path)) {
+    ADD_FAILURE() << path.filename().string() << " is missing; actual:\n" << pretty;
+    return;
+  }
+  std::string error;
+  std::optional<Doc> expected = ParseJsonFile(path, &error);
+  if (!expected) {
+    ADD_FAILURE() << error;
+    return;
+  }
+  EXPECT_TRUE(*expected == actual) << path.filename().string() << " differs\n"
+                                   << "expected (canonical): " << expected->ToCanonicalJson()
+                                   << "\n  actual (canonical): " << actual.ToCanonicalJson()
+                                   << "\n  actual (as a golden file would hold it):\n"
+                                   << pretty;
+}
+
+// The file must not exist (or, updating, is removed).
+void ExpectNoFile(const fs::path& path, const std::string& why) {
+  if (!fs::exists(path)) return;
+  if (UpdateMode()) {
+    std::cout << "golden: removed " << path.string() << "\n";
+    fs::remove(path);
+    return;
+  }
+  ADD_FAILURE() << path.filename().string() << " exists, but " << why;
+}
+
+class GoldenTest : public testing::TestWithParam<CaseName> {};
+
+TEST_P(GoldenTest, Case) {
+  const fs::path dir = GetParam().dir;
+  SCOPED_TRACE("case " + dir.string());
+
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string file = entry.path().filename().string();
+    EXPECT_TRUE(kCaseFiles.count(file)) << "unexpected file '" << file << "' in the case";
+  }
+
+  std::string error;
+  std::shared_ptr<const RuleSet> rules = LoadRules(dir, &error);
+  ASSERT_TRUE(rules) << "rules do not load:\n" << error;
+
+  ASSERT_TRUE(fs::exists(dir / "command.json")) << "command.json is missing";
+  std::optional<Doc> body = ParseJsonFile(dir / "command.json", &error);
+  ASSERT_TRUE(body && !body->empty()) << error;
+  Command command;
+  command.body = *body;
+  bson_iter_t first;
+  bson_iter_init(&first, body->get());
+  bson_iter_next(&first);
+  command.name = bson_iter_key(&first);
+  std::optional<std::string> db = FindString(body->get(), "$db");
+  ASSERT_TRUE(db) << "command.json needs \"$db\"";
+  command.db = *db;
+
+  std::optional<Capabilities> caps = LoadCapabilities(dir / "capabilities.json", &error);
+  ASSERT_TRUE(caps) << error;
+
+  std::optional<Plan> plan = Rewrite(command, *rules, *caps);
+
+  // Forwarded unchanged.
+  if (!plan) {
+    if (UpdateMode()) {
+      if (!fs::exists(dir / "forward"))
+        std::cout << "golden: wrote " << (dir / "forward").string() << "\n";
+      WriteFile(dir / "forward", "");
+    } else {
+      EXPECT_TRUE(fs::exists(dir / "forward"))
+          << "Rewrite returned nullopt (forward unchanged), but the case has no 'forward' file";
+    }
+    for (const char* f : {"commands.json", "reply.json", "kill.json"})
+      ExpectNoFile(dir / f, "the command is forwarded unchanged");
+    EXPECT_FALSE(fs::exists(dir / "replies.json")) << "replies.json given for a forwarded command";
+    return;
+  }
+  ExpectNoFile(dir / "forward", "Rewrite returned a plan");
+  EXPECT_FALSE(plan->rule.empty()) << "the plan names no rule";
+
+  // Answered by remold itself.
+  if (plan->immediate_reply) {
+    EXPECT_TRUE(plan->ensure.empty() && plan->commands.empty())
+        << "an immediate reply with backend commands";
+    ExpectNoFile(dir / "commands.json", "remold answers by itself (no backend commands)");
+    ExpectNoFile(dir / "kill.json", "remold answers by itself");
+    EXPECT_FALSE(fs::exists(dir / "replies.json")) << "replies.json given, but remold answers itself";
+    ExpectDocFile(dir / "reply.json", *plan->immediate_reply, PrettyDoc(*plan->immediate_reply));
+    return;
+  }
+
+  // Backend commands: ensure first, then commands.
+  std::vector<Doc> shown;
+  for (const auto& c : plan->ensure) shown.push_back(Display(c));
+  for (const auto& c : plan->commands) shown.push_back(Display(c));
+  ExpectDocFile(dir / "commands.json", AsArrayDoc(shown), PrettyArray(shown));
+  EXPECT_TRUE(static_cast<bool>(plan->shape)) << "a plan with backend commands but no shape";
+
+  if (!fs::exists(dir / "replies.json")) {
+    ExpectNoFile(dir / "reply.json", "there is no replies.json to shape a reply from");
+    ExpectNoFile(dir / "kill.json", "there is no replies.json to shape a reply from");
+    return;
+  }
+  std::optional<Doc> replies_doc = ParseJsonFile(dir / "replies.json", &error);
+  ASSERT_TRUE(replies_doc) << error;
+  std::vector<Doc> replies = ArrayItems(*replies_doc);
+
+  // Run as the proxy runs a plan: an ok:0 reply goes to the client as it
+  // is; an ordered write stops after a reply with writeErrors.
+  std::vector<Doc> ran;
+  std::optional<Doc> client_reply;
+  bool stopped = false;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    ASSERT_LT(i, plan->commands.size())
+        << "replies.json has more replies than the plan has commands";
+    ASSERT_FALSE(stopped) << "replies.json has a reply for command " << i + 1
+                          << ", which the proxy would not run (execution stopped before it)";
+    if (!IsOk(replies[i])) {
+      client_reply = replies[i];
+      stopped = true;
+      continue;
+    }
+    ran.push_back(replies[i]);
+    if (plan->stop_on_write_errors && Find(replies[i].get(), "writeErrors")) stopped = true;
+  }
+  ASSERT_TRUE(stopped || replies.size() == plan->commands.size())
+      << "replies.json has " << replies.size() << " replies for " << plan->commands.size()
+      << " commands, and nothing stops execution early";
+
+  ShapedReply shaped;
+  if (client_reply) shaped.reply = *client_reply;
+  else shaped = plan->shape(ran);
+  ExpectDocFile(dir / "reply.json", shaped.reply, PrettyDoc(shaped.reply));
+  if (shaped.cursors_to_kill.empty()) {
+    ExpectNoFile(dir / "kill.json", "the shaped reply leaves no cursor to kill");
+  } else {
+    Doc kill = KillCommand(shaped);
+    ExpectDocFile(dir / "kill.json", kill, PrettyDoc(kill));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, testing::ValuesIn(ListCases()), TestName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GoldenTest);
+
+TEST(GoldenCases, DirectoryHoldsCases) {
+  EXPECT_GE(ListCases().size(), 1u) << "no cases under " << CasesDir();
+}
+
+}  // namespace
+}  // namespace remold
