@@ -8,25 +8,7 @@
 namespace remold {
 namespace {
 
-// A backend command as a person reads it: its document sequence shown as
-// the array it stands for.
-std::string Display(const BackendCommand& command) {
-  if (command.sequence_id.empty()) return command.body.ToRelaxedJson();
-  Doc shown;
-  bson_iter_t it;
-  bson_iter_init(&it, command.body.get());
-  bool placed = false;
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key == "$db" && !placed) {
-      AppendArray(shown.mut(), command.sequence_id, command.sequence);
-      placed = true;
-    }
-    AppendValue(shown.mut(), key, it);
-  }
-  if (!placed) AppendArray(shown.mut(), command.sequence_id, command.sequence);
-  return shown.ToRelaxedJson();
-}
+std::string Display(const BackendCommand& command) { return FoldedCommand(command).ToRelaxedJson(); }
 
 }  // namespace
 

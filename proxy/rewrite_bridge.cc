@@ -14,6 +14,30 @@ std::optional<std::string> StringField(const bson_t* doc, const char* key) {
   return std::string(s, length);
 }
 
+// mongod gives every inserted document an _id; a rewritten insert never
+// reaches that code, so remold does it here, as the first field.
+void AddMissingIds(Command& command) {
+  auto documents = Find(command.body.get(), "documents");
+  if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents)) return;
+  std::vector<Doc> docs = ArrayDocuments(*documents);
+  bool changed = false;
+  for (Doc& doc : docs) {
+    if (Find(doc.get(), "_id")) continue;
+    Doc with_id;
+    bson_oid_t oid;
+    bson_oid_init(&oid, nullptr);
+    BSON_APPEND_OID(with_id.mut(), "_id", &oid);
+    bson_concat(with_id.mut(), doc.get());
+    doc = std::move(with_id);
+    changed = true;
+  }
+  if (!changed) return;
+  Doc body;
+  bson_copy_to_excluding_noinit(command.body.get(), body.mut(), "documents", nullptr);
+  AppendArray(body.mut(), "documents", docs);
+  command.body = std::move(body);
+}
+
 }  // namespace
 
 std::optional<Command> CommandForRules(const wire::Request& request, const RuleSet& rules) {
@@ -60,6 +84,7 @@ std::optional<Command> CommandForRules(const wire::Request& request, const RuleS
     }
     bson_append_array_end(command.body.mut(), &array);
   }
+  if (command.name == "insert") AddMissingIds(command);
   return command;
 }
 

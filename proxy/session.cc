@@ -192,15 +192,7 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
   ShapedReply shaped = plan.shape(replies);
   if (!co_await SendReply(request, shaped.reply)) co_return false;
   if (!shaped.cursors_to_kill.empty()) {
-    BackendCommand kill;
-    AppendString(kill.body.mut(), "killCursors", shaped.kill_collection);
-    bson_t ids;
-    BSON_APPEND_ARRAY_BEGIN(kill.body.mut(), "cursors", &ids);
-    for (size_t i = 0; i < shaped.cursors_to_kill.size(); ++i)
-      BSON_APPEND_INT64(&ids, std::to_string(i).c_str(), shaped.cursors_to_kill[i]);
-    bson_append_array_end(kill.body.mut(), &ids);
-    AppendString(kill.body.mut(), "$db", shaped.kill_db);
-    if (!co_await RoundTrip(kill)) co_return false;
+    if (!co_await RoundTrip(KillCursorsCommand(shaped))) co_return false;
   }
   co_return true;
 }

@@ -57,7 +57,7 @@ Plan RewriteBucket(const Command& command, const Rule& rule, const BucketRule& b
     return ImmediateReply(ErrorReply(
         kIllegalOperation, "IllegalOperation",
         "bucket rule '" + rule.name + "' for " + bucket.logical.full() +
-            ": updating individual readings is not supported (they are stored inside buckets in " +
+            ": " + name + " of individual readings is not supported (they are stored inside buckets in " +
             bucket.buckets.full() + "); delete whole buckets and insert again, or update the "
             "bucket documents directly"));
   if (name == "drop") {

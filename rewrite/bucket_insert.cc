@@ -95,34 +95,43 @@ Doc MeasurementOf(const BucketRule& rule, const Doc& doc) {
   return m;
 }
 
-// Sum of numbers: int64 while every addend is an integer, double otherwise.
-// Min and max leave NaN out: a query range never matches NaN, and $min
-// would keep a NaN (the smallest BSON number) for good.
+// Sum of numbers: int64 while every addend is an integer and the sum fits,
+// double otherwise. Min and max compare exactly (integers as integers, mixed
+// through long double, which holds every int64) and leave NaN out: a query
+// range never matches NaN, and $min would keep a NaN (the smallest BSON
+// number) for good.
 struct Accumulator {
   bool integral = true;
   bool any_sum = false;
   int64_t int_sum = 0;
-  double double_sum = 0;
+  long double float_sum = 0;
   std::optional<bson_iter_t> min, max;
-  double min_value = 0, max_value = 0;
+
+  static bool IsInteger(const bson_iter_t& v) {
+    return BSON_ITER_HOLDS_INT32(&v) || BSON_ITER_HOLDS_INT64(&v);
+  }
+  static long double AsLongDouble(const bson_iter_t& v) {
+    return IsInteger(v) ? static_cast<long double>(bson_iter_as_int64(&v)) : bson_iter_double(&v);
+  }
+  static bool Less(const bson_iter_t& a, const bson_iter_t& b) {
+    if (IsInteger(a) && IsInteger(b)) return bson_iter_as_int64(&a) < bson_iter_as_int64(&b);
+    return AsLongDouble(a) < AsLongDouble(b);
+  }
 
   void Add(const bson_iter_t& v) {
-    double d;
-    if (BSON_ITER_HOLDS_INT32(&v) || BSON_ITER_HOLDS_INT64(&v)) {
+    if (IsInteger(v)) {
       int64_t i = bson_iter_as_int64(&v);
-      int_sum += i;
-      d = static_cast<double>(i);
+      if (integral && __builtin_add_overflow(int_sum, i, &int_sum)) integral = false;
     } else if (BSON_ITER_HOLDS_DOUBLE(&v)) {
       integral = false;
-      d = bson_iter_double(&v);
     } else {
       return;  // summaries cover numbers only
     }
-    double_sum += d;
+    float_sum += AsLongDouble(v);
     any_sum = true;
-    if (std::isnan(d)) return;
-    if (!min || d < min_value) { min_value = d; min = v; }
-    if (!max || d > max_value) { max_value = d; max = v; }
+    if (BSON_ITER_HOLDS_DOUBLE(&v) && std::isnan(bson_iter_double(&v))) return;
+    if (!min || Less(v, *min)) min = v;
+    if (!max || Less(*max, v)) max = v;
   }
 };
 
@@ -161,7 +170,7 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st, std::vector<Doc>& m
       if (!rule.summaries[s].sum || !acc[s].any_sum) continue;
       std::string path = std::string(BucketRule::kSumField) + "." + rule.summaries[s].field;
       if (acc[s].integral) BSON_APPEND_INT64(&inc, path.c_str(), acc[s].int_sum);
-      else BSON_APPEND_DOUBLE(&inc, path.c_str(), acc[s].double_sum);
+      else BSON_APPEND_DOUBLE(&inc, path.c_str(), static_cast<double>(acc[s].float_sum));
     }
     bson_append_document_end(u, &inc);
   }

@@ -2,7 +2,7 @@
 // and killCursors, served from the buckets by unpacking (see bucket.h).
 //
 // Every read becomes an aggregate on the bucket collection:
-//   [$match <pushdown>]  $unwind m  $replaceRoot {$mergeObjects: [{<meta>}, m]}
+//   [$match <pushdown>]  $unwind m  $replaceRoot {$mergeObjects: [{_id}, {<meta>}, m]}
 // followed by the client's own filter, sort, skip, limit, projection or
 // pipeline. Cursors carry the logical namespace back to the client, so its
 // getMore and killCursors come back to the logical name and are redirected.
@@ -35,20 +35,22 @@ std::vector<Doc> UnpackStages(const BucketRule& rule, const bson_t* filter) {
   Doc unwind;
   AppendString(unwind.mut(), "$unwind", "$" + rule.measurements_field);
   stages.push_back(std::move(unwind));
-  // newRoot: the measurement, preceded by the bucket's meta fields (a
-  // missing meta field stays missing).
+  // newRoot: the measurement with the bucket's meta fields merged in, its
+  // _id first as MongoDB returns it (a missing field stays missing).
   Doc root;
   const std::string measurement = "$" + rule.measurements_field;
   if (rule.meta_fields.empty()) {
     AppendString(root.mut(), "newRoot", measurement);
   } else {
-    Doc meta;
+    Doc id, meta;
+    AppendString(id.mut(), "_id", measurement + "._id");
     for (const auto& field : rule.meta_fields) AppendString(meta.mut(), field, "$" + field);
     bson_t new_root, merge;
     BSON_APPEND_DOCUMENT_BEGIN(root.mut(), "newRoot", &new_root);
     BSON_APPEND_ARRAY_BEGIN(&new_root, "$mergeObjects", &merge);
-    BSON_APPEND_DOCUMENT(&merge, "0", meta.get());
-    BSON_APPEND_UTF8(&merge, "1", measurement.c_str());
+    BSON_APPEND_DOCUMENT(&merge, "0", id.get());
+    BSON_APPEND_DOCUMENT(&merge, "1", meta.get());
+    BSON_APPEND_UTF8(&merge, "2", measurement.c_str());
     bson_append_array_end(&new_root, &merge);
     bson_append_document_end(root.mut(), &new_root);
   }

@@ -56,4 +56,11 @@ struct Plan {
   std::function<ShapedReply(std::span<const Doc> replies)> shape;
 };
 
+// The command as a person (or a golden file) reads it: its document
+// sequence folded in as an array under the sequence id, before "$db".
+Doc FoldedCommand(const BackendCommand& command);
+
+// The killCursors the proxy sends after replying, for cursors_to_kill.
+BackendCommand KillCursorsCommand(const ShapedReply& shaped);
+
 }  // namespace remold

@@ -195,38 +195,11 @@ Doc AsArrayDoc(const std::vector<Doc>& docs) {
 // ---------------------------------------------------------------------------
 // The plan as golden files show it.
 
-// A backend command with its document sequence folded in as an array under
-// the sequence id, just before "$db" (as app/explain.cc shows it).
-Doc Display(const BackendCommand& command) {
-  if (command.sequence_id.empty()) return command.body;
-  Doc shown;
-  bson_iter_t it;
-  bson_iter_init(&it, command.body.get());
-  bool placed = false;
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key == "$db" && !placed) {
-      AppendArray(shown.mut(), command.sequence_id, command.sequence);
-      placed = true;
-    }
-    AppendValue(shown.mut(), key, it);
-  }
-  if (!placed) AppendArray(shown.mut(), command.sequence_id, command.sequence);
-  return shown;
-}
+// The plan's commands and the proxy's killCursors, as golden files show
+// them (rewrite/plan.h: FoldedCommand, KillCursorsCommand).
+Doc Display(const BackendCommand& command) { return FoldedCommand(command); }
 
-// The killCursors the proxy sends after replying (proxy/session.cc).
-Doc KillCommand(const ShapedReply& shaped) {
-  Doc kill;
-  AppendString(kill.mut(), "killCursors", shaped.kill_collection);
-  bson_t ids;
-  BSON_APPEND_ARRAY_BEGIN(kill.mut(), "cursors", &ids);
-  for (size_t i = 0; i < shaped.cursors_to_kill.size(); ++i)
-    BSON_APPEND_INT64(&ids, std::to_string(i).c_str(), shaped.cursors_to_kill[i]);
-  bson_append_array_end(kill.mut(), &ids);
-  AppendString(kill.mut(), "$db", shaped.kill_db);
-  return kill;
-}
+Doc KillCommand(const ShapedReply& shaped) { return KillCursorsCommand(shaped).body; }
 
 bool IsOk(const Doc& reply) {
   auto ok = Find(reply.get(), "ok");
