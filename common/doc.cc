@@ -174,4 +174,19 @@ std::vector<Doc> ArrayDocuments(const bson_iter_t& array_iter) {
   return docs;
 }
 
+std::vector<std::span<const uint8_t>> ArrayDocumentViews(const bson_iter_t& array_iter) {
+  std::vector<std::span<const uint8_t>> views;
+  bson_iter_t child;
+  bson_iter_t copy = array_iter;
+  if (!bson_iter_recurse(&copy, &child)) return views;
+  while (bson_iter_next(&child)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) continue;
+    uint32_t length = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&child, &length, &data);
+    views.emplace_back(data, length);
+  }
+  return views;
+}
+
 }  // namespace remold

@@ -64,5 +64,9 @@ void AppendString(bson_t* out, std::string_view key, std::string_view value);
 
 // The documents of an array value.
 std::vector<Doc> ArrayDocuments(const bson_iter_t& array_iter);
+// The same without copying: views into the buffer `array_iter` reads,
+// valid while that buffer lives. Read one through a local bson_t
+// (bson_init_static): a bson_t must not be copied once initialised.
+std::vector<std::span<const uint8_t>> ArrayDocumentViews(const bson_iter_t& array_iter);
 
 }  // namespace remold

@@ -20,9 +20,24 @@ namespace {
 constexpr int kBadValue = 2;
 constexpr int kIllegalOperation = 20;
 
+// One client document, viewed in place in the command (never copied here).
 struct Measurement {
   size_t index;  // in the client's batch
-  const Doc* doc;
+  std::span<const uint8_t> bytes;
+};
+
+// A document's bytes as a bson_t for reading, on the caller's stack.
+class Reading {
+ public:
+  explicit Reading(std::span<const uint8_t> bytes) {
+    bson_init_static(&bson_, bytes.data(), bytes.size());
+  }
+  Reading(const Reading&) = delete;
+  Reading& operator=(const Reading&) = delete;
+  const bson_t* get() const { return &bson_; }
+
+ private:
+  bson_t bson_;
 };
 
 struct Statement {
@@ -44,7 +59,7 @@ bool IsMeta(const BucketRule& rule, std::string_view key) {
 }
 
 // Checks one client document; fills the statement key on success.
-std::optional<std::string> Classify(const BucketRule& rule, const Doc& doc, Statement& out) {
+std::optional<std::string> Classify(const BucketRule& rule, const Reading& doc, Statement& out) {
   auto time = Find(doc.get(), rule.time_field);
   if (!time)
     return "document has no '" + rule.time_field + "' field; the bucket rule for " +
@@ -80,19 +95,23 @@ std::optional<std::string> Classify(const BucketRule& rule, const Doc& doc, Stat
   return std::nullopt;
 }
 
-Doc MeasurementOf(const BucketRule& rule, const Doc& doc) {
-  Doc m;
+// Appends the measurement of `doc` (its fields but the meta fields, or the
+// rule's `fields`) to `out` under `key`.
+void AppendMeasurement(const BucketRule& rule, const Reading& doc, bson_t* out, const char* key,
+                       int key_length) {
+  bson_t m;
+  bson_append_document_begin(out, key, key_length, &m);
   bson_iter_t it;
   bson_iter_init(&it, doc.get());
   while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
+    std::string_view field = bson_iter_key(&it);
     bool keep = rule.measurement_fields.empty()
-                    ? !IsMeta(rule, key)
+                    ? !IsMeta(rule, field)
                     : std::find(rule.measurement_fields.begin(), rule.measurement_fields.end(),
-                                key) != rule.measurement_fields.end();
-    if (keep) AppendValue(m.mut(), key, it);
+                                field) != rule.measurement_fields.end();
+    if (keep) AppendValue(&m, field, it);
   }
-  return m;
+  bson_append_document_end(out, &m);
 }
 
 // Sum of numbers: int64 while every addend is an integer and the sum fits,
@@ -135,7 +154,7 @@ struct Accumulator {
   }
 };
 
-Doc BuildUpdate(const BucketRule& rule, const Statement& st, std::vector<Doc>& measurements_out) {
+Doc BuildUpdate(const BucketRule& rule, const Statement& st) {
   Doc update;
   bson_t* u = update.mut();
   // $push: {m: {$each: [...]}}
@@ -145,10 +164,11 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st, std::vector<Doc>& m
     bson_append_document_begin(&push, rule.measurements_field.c_str(), -1, &field);
     BSON_APPEND_ARRAY_BEGIN(&field, "$each", &each);
     char buf[16];
-    for (size_t i = 0; i < measurements_out.size(); ++i) {
+    for (size_t i = 0; i < st.measurements.size(); ++i) {
       const char* k;
       size_t len = bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
-      bson_append_document(&each, k, static_cast<int>(len), measurements_out[i].get());
+      Reading doc(st.measurements[i].bytes);
+      AppendMeasurement(rule, doc, &each, k, static_cast<int>(len));
     }
     bson_append_array_end(&field, &each);
     bson_append_document_end(&push, &field);
@@ -157,7 +177,8 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st, std::vector<Doc>& m
   std::vector<Accumulator> acc(rule.summaries.size());
   for (const auto& m : st.measurements) {
     for (size_t s = 0; s < rule.summaries.size(); ++s) {
-      auto v = Find(m.doc->get(), rule.summaries[s].field);
+      Reading doc(m.bytes);
+      auto v = Find(doc.get(), rule.summaries[s].field);
       if (v) acc[s].Add(*v);
     }
   }
@@ -207,10 +228,6 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st, std::vector<Doc>& m
 }
 
 Doc BuildStatement(const BucketRule& rule, const Statement& st) {
-  std::vector<Doc> measurements;
-  measurements.reserve(st.measurements.size());
-  for (const auto& m : st.measurements) measurements.push_back(MeasurementOf(rule, *m.doc));
-
   Doc q;
   bson_iter_t it;
   bson_iter_init(&it, st.meta.get());
@@ -227,14 +244,15 @@ Doc BuildStatement(const BucketRule& rule, const Statement& st) {
 
   Doc statement;
   BSON_APPEND_DOCUMENT(statement.mut(), "q", q.get());
-  Doc u = BuildUpdate(rule, st, measurements);
+  Doc u = BuildUpdate(rule, st);
   BSON_APPEND_DOCUMENT(statement.mut(), "u", u.get());
   BSON_APPEND_BOOL(statement.mut(), "upsert", true);
   return statement;
 }
 
 // Groups the accepted documents into statements, in order of first use.
-std::vector<Statement> Coalesce(const BucketRule& rule, const std::vector<Doc>& docs,
+std::vector<Statement> Coalesce(const BucketRule& rule,
+                                const std::vector<std::span<const uint8_t>>& docs,
                                 const std::vector<std::optional<Statement>>& classified,
                                 size_t accepted_end, bool ordered) {
   std::vector<Statement> statements;
@@ -258,7 +276,7 @@ std::vector<Statement> Coalesce(const BucketRule& rule, const std::vector<Doc>& 
       target = statements.size() - 1;
       open[c.key] = target;
     }
-    statements[target].measurements.push_back({i, &docs[i]});
+    statements[target].measurements.push_back({i, docs[i]});
   }
   return statements;
 }
@@ -342,7 +360,7 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const C
   auto documents_iter = Find(command.body.get(), "documents");
   if (!documents_iter || !BSON_ITER_HOLDS_ARRAY(&*documents_iter))
     return ImmediateReply(ErrorReply(9, "FailedToParse", "insert needs a 'documents' array"));
-  std::vector<Doc> docs = ArrayDocuments(*documents_iter);
+  std::vector<std::span<const uint8_t>> docs = ArrayDocumentViews(*documents_iter);
   if (docs.empty())
     return ImmediateReply(ErrorReply(16, "InvalidLength",
                                      "Write batch sizes must be between 1 and 100000. Got 0 operations."));
@@ -355,7 +373,8 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const C
   size_t accepted_end = docs.size();
   for (size_t i = 0; i < docs.size(); ++i) {
     Statement st;
-    if (auto error = Classify(rule, docs[i], st)) {
+    Reading doc(docs[i]);
+    if (auto error = Classify(rule, doc, st)) {
       shape.rejected.push_back({i, kBadValue, *error});
       if (ordered) {
         accepted_end = i;
