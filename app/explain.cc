@@ -24,9 +24,13 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return 1;
   }
   for (const Rule& rule : result.rules->rules()) {
-    const auto& bucket = std::get<BucketRule>(rule.pattern);
-    out << rule.source << ": bucket rule '" << rule.name << "': " << bucket.logical.full() << " -> "
-        << bucket.buckets.full() << "\n";
+    out << rule.source << ": ";
+    if (const auto* bucket = std::get_if<BucketRule>(&rule.pattern))
+      out << "bucket rule '" << rule.name << "': " << bucket->logical.full() << " -> "
+          << bucket->buckets.full() << "\n";
+    if (const auto* attribute = std::get_if<AttributeRule>(&rule.pattern))
+      out << "attribute rule '" << rule.name << "': " << attribute->logical.full() << " (array '"
+          << attribute->array_field << "')\n";
   }
   out << "remold check: " << result.rules->rules().size() << " rule(s) OK in " << args[0] << "\n";
   return 0;

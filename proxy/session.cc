@@ -152,6 +152,28 @@ awaitable<bool> Session::SendReply(const wire::Request& request, const Doc& repl
   co_return co_await client_.Write(message);
 }
 
+awaitable<Session::Outcome> Session::RunCommands(const wire::Request& request, const Plan& plan,
+                                                const std::vector<BackendCommand>& commands,
+                                                std::vector<Doc>& replies) {
+  for (const BackendCommand& command : commands) {
+    std::optional<Doc> reply = co_await RoundTrip(command);
+    if (!reply) {
+      spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,
+                   request.command);
+      co_return Outcome::kLost;
+    }
+    auto ok = Find(reply->get(), "ok");
+    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+      // The backend refused: the client gets its error as it is.
+      co_return co_await SendReply(request, *reply) ? Outcome::kAnswered : Outcome::kLost;
+    }
+    const bool write_errors = Find(reply->get(), "writeErrors").has_value();
+    replies.push_back(std::move(*reply));
+    if (plan.stop_on_write_errors && write_errors) co_return Outcome::kStopped;
+  }
+  co_return Outcome::kContinue;
+}
+
 awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
   if (plan.immediate_reply) {
     spdlog::debug("session {}: rule {} answered {} itself", id_, plan.rule, request.command);
@@ -176,18 +198,11 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
     shared_.ensured.Add(key);
   }
   std::vector<Doc> replies;
-  for (const BackendCommand& command : plan.commands) {
-    std::optional<Doc> reply = co_await RoundTrip(command);
-    if (!reply) {
-      spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,
-                   request.command);
-      co_return false;
-    }
-    if (!is_ok(*reply)) co_return co_await SendReply(request, *reply);
-    const bool write_errors = Find(reply->get(), "writeErrors").has_value();
-    replies.push_back(std::move(*reply));
-    if (plan.stop_on_write_errors && write_errors) break;
-  }
+  Outcome outcome = co_await RunCommands(request, plan, plan.commands, replies);
+  if (outcome == Outcome::kContinue && plan.then)
+    outcome = co_await RunCommands(request, plan, plan.then(replies), replies);
+  if (outcome == Outcome::kLost) co_return false;
+  if (outcome == Outcome::kAnswered) co_return true;
   if (request.command == "drop") shared_.ensured.Clear();
   ShapedReply shaped = plan.shape(replies);
   if (!co_await SendReply(request, shaped.reply)) co_return false;

@@ -53,6 +53,12 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<bool> ReplyWithError(const wire::Request& request, const wire::WireError& error);
   awaitable<bool> EnsureBackend();
   awaitable<bool> ExecutePlan(const wire::Request& request, Plan& plan);
+  // kStopped: an ordered write stopped at a write error (replies shaped as
+  // usual); kAnswered: the backend refused and the client has its error.
+  enum class Outcome { kContinue, kStopped, kAnswered, kLost };
+  awaitable<Outcome> RunCommands(const wire::Request& request, const Plan& plan,
+                                 const std::vector<BackendCommand>& commands,
+                                 std::vector<Doc>& replies);
   // Sends one command to the backend and reads its reply document.
   awaitable<std::optional<Doc>> RoundTrip(const BackendCommand& command);
   awaitable<bool> SendReply(const wire::Request& request, const Doc& reply);

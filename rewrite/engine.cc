@@ -1,5 +1,6 @@
 #include "rewrite/engine.h"
 
+#include "rewrite/attribute.h"
 #include "rewrite/bucket.h"
 
 namespace remold {
@@ -70,10 +71,19 @@ std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
   if (!collection) return std::nullopt;
   const Rule* rule = rules.Find(command.db, *collection);
   if (!rule) return std::nullopt;
-  Plan plan = std::visit(
-      [&](const auto& pattern) { return RewriteBucket(command, *rule, pattern, caps); },
-      rule->pattern);
-  plan.rule = rule->name;
+  struct Dispatch {
+    const Command& command;
+    const Rule& rule;
+    const Capabilities& caps;
+    std::optional<Plan> operator()(const BucketRule& bucket) const {
+      return RewriteBucket(command, rule, bucket, caps);
+    }
+    std::optional<Plan> operator()(const AttributeRule& attribute) const {
+      return RewriteAttribute(command, rule, attribute, caps);
+    }
+  };
+  std::optional<Plan> plan = std::visit(Dispatch{command, *rule, caps}, rule->pattern);
+  if (plan) plan->rule = rule->name;
   return plan;
 }
 

@@ -46,6 +46,11 @@ struct Plan {
 
   std::vector<BackendCommand> commands;
 
+  // When set, called once after `commands` ran, with their replies; the
+  // commands it returns run next (a write that depends on what a read
+  // found, e.g. the one document an updateOne pins).
+  std::function<std::vector<BackendCommand>(std::span<const Doc> replies)> then;
+
   // When set, execution stops after a reply that carries writeErrors
   // (ordered writes); a reply with ok: 0 always stops execution, and that
   // reply goes to the client as it is.

@@ -206,10 +206,55 @@ BucketRule ParseBucket(const FileContext& ctx, const YAML::Node& root, const Nam
   return rule;
 }
 
+bool ParseBool(const FileContext& ctx, const YAML::Node& parent, const std::string& key,
+               bool fallback) {
+  YAML::Node node = parent[key];
+  if (!node) return fallback;
+  std::string text = node.IsScalar() ? node.as<std::string>() : "";
+  if (text == "true") return true;
+  if (text == "false") return false;
+  ctx.Fail(node, "'" + key + "' must be true or false");
+}
+
+AttributeRule ParseAttribute(const FileContext& ctx, const YAML::Node& root,
+                             const Namespace& logical) {
+  YAML::Node a = root["attribute"];
+  if (!a) ctx.Fail(root, "missing 'attribute' section, expected the attribute rule's options");
+  if (!a.IsMap()) ctx.Fail(a, "'attribute' must be a mapping of options");
+  ctx.CheckKeys(a, "'attribute'",
+                {"array", "key", "value", "fields", "except", "unfold", "fix_elem_match"});
+  AttributeRule rule;
+  rule.logical = logical;
+  rule.array_field = ctx.OptionalString(a, "array", "specs");
+  ctx.CheckFieldName(a["array"] ? a["array"] : a, rule.array_field, "array");
+  rule.key_name = ctx.OptionalString(a, "key", "k");
+  ctx.CheckFieldName(a["key"] ? a["key"] : a, rule.key_name, "key");
+  rule.value_name = ctx.OptionalString(a, "value", "v");
+  ctx.CheckFieldName(a["value"] ? a["value"] : a, rule.value_name, "value");
+  if (rule.key_name == rule.value_name)
+    ctx.Fail(a["value"] ? a["value"] : a, "'key' and 'value' must be different names");
+  rule.fields = ctx.StringList(a, "fields");
+  rule.except = ctx.StringList(a, "except");
+  if (bool(a["fields"]) == bool(a["except"]))
+    ctx.Fail(a, "give either 'fields' (the attributes) or 'except' (the fixed fields), not both "
+                "and not neither");
+  if (a["fields"] && rule.fields.empty())
+    ctx.Fail(a["fields"], "'fields' must list at least one attribute");
+  for (const auto& f : rule.fields) {
+    ctx.CheckFieldName(a["fields"], f, "attribute field");
+    if (f == "_id" || f == rule.array_field)
+      ctx.Fail(a["fields"], "'" + f + "' cannot be an attribute");
+  }
+  for (const auto& f : rule.except) ctx.CheckFieldName(a["except"], f, "fixed field");
+  rule.unfold = ParseBool(ctx, a, "unfold", true);
+  rule.fix_elem_match = ParseBool(ctx, a, "fix_elem_match", true);
+  return rule;
+}
+
 Rule ParseRule(const YAML::Node& root, const std::string& source) {
   FileContext ctx(source);
   if (!root.IsMap()) ctx.Fail(root, "a rule file must be a mapping with 'namespace' and 'pattern'");
-  ctx.CheckKeys(root, "the rule", {"namespace", "pattern", "bucket"});
+  ctx.CheckKeys(root, "the rule", {"namespace", "pattern", "bucket", "attribute"});
   std::string ns_text = ctx.String(root, "namespace", "the rule");
   Namespace logical = ParseNamespace(ctx, root["namespace"], ns_text);
   std::string pattern = ctx.String(root, "pattern", "the rule");
@@ -219,8 +264,10 @@ Rule ParseRule(const YAML::Node& root, const std::string& source) {
   rule.source = source;
   if (pattern == "bucket") {
     rule.pattern = ParseBucket(ctx, root, logical);
+  } else if (pattern == "attribute") {
+    rule.pattern = ParseAttribute(ctx, root, logical);
   } else {
-    ctx.Fail(root["pattern"], "unknown pattern '" + pattern + "', expected: bucket");
+    ctx.Fail(root["pattern"], "unknown pattern '" + pattern + "', expected: bucket, attribute");
   }
   for (const auto& entry : root) {
     std::string key = entry.first.as<std::string>();
@@ -253,9 +300,9 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
                        it->second + ", expected one rule file per collection");
   }
   for (const Rule& rule : rules) {
-    const auto& bucket = std::get<BucketRule>(rule.pattern);
-    if (owner.count(bucket.buckets.full()))
-      errors.push_back(rule.source + ":1: bucket collection '" + bucket.buckets.full() +
+    const auto* bucket = std::get_if<BucketRule>(&rule.pattern);
+    if (bucket && owner.count(bucket->buckets.full()))
+      errors.push_back(rule.source + ":1: bucket collection '" + bucket->buckets.full() +
                        "' is itself the logical namespace of a rule, expected a plain collection");
   }
   RuleLoadResult result;

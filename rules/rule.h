@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -53,10 +54,28 @@ struct BucketRule {
   static constexpr const char* kMaxField = "max";
 };
 
+// Attribute pattern: sparse fields live as {k, v} pairs in one array, so
+// one {array.k, array.v} index serves a query on any of them:
+//   {<fixed fields...>, <array>: [{<key>: "ram_gb", <value>: 16}, ...]}
+struct AttributeRule {
+  Namespace logical;
+  std::string array_field = "specs";
+  std::string key_name = "k";
+  std::string value_name = "v";
+  // Which top-level fields are attributes: the listed ones, or (when
+  // `fields` is empty) every field except `_id`, the array and `except`.
+  std::vector<std::string> fields;
+  std::vector<std::string> except;
+  bool unfold = true;          // reads return the attributes as fields
+  bool fix_elem_match = true;  // {"a.k": X, "a.v": P} is read as $elemMatch
+
+  bool IsAttribute(std::string_view field) const;
+};
+
 struct Rule {
   std::string name;    // the rule file's stem, for messages and metrics
   std::string source;  // the rule file's path
-  std::variant<BucketRule> pattern;
+  std::variant<BucketRule, AttributeRule> pattern;
 
   const Namespace& logical() const {
     return std::visit([](const auto& p) -> const Namespace& { return p.logical; }, pattern);

@@ -1,0 +1,737 @@
+#include "rewrite/attribute.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "rewrite/attribute_filter.h"
+#include "rewrite/bucket.h"  // ImmediateReply
+
+namespace remold {
+namespace {
+
+constexpr int kBadValue = 2;
+constexpr int kFailedToParse = 9;
+constexpr int kIllegalOperation = 20;
+// updateMany with attribute operators pins the documents it matched first;
+// past this many, it is refused before anything changes.
+constexpr int64_t kMaxPinnedDocuments = 100'000;
+
+std::string FirstComponent(std::string_view path) {
+  return std::string(path.substr(0, path.find('.')));
+}
+
+Doc Stage(std::string_view name, const Doc& spec) {
+  Doc stage;
+  AppendDoc(stage.mut(), name, spec);
+  return stage;
+}
+
+class AttributeRewriter {
+ public:
+  AttributeRewriter(const Command& command, const Rule& rule, const AttributeRule& attribute)
+      : command_(command), rule_(rule), a_(attribute) {}
+
+  std::optional<Plan> Rewrite() {
+    const std::string& name = command_.name;
+    if (name == "find") return FindCommand();
+    if (name == "getMore") return GetMore();
+    if (name == "aggregate") return Aggregate();
+    if (name == "count") return Count();
+    if (name == "distinct") return Distinct();
+    if (name == "delete") return Delete();
+    if (name == "insert") return Insert();
+    if (name == "update") return Update();
+    if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
+    return std::nullopt;  // everything else is about the collection as stored
+  }
+
+ private:
+  Plan Refuse(int code, std::string_view code_name, const std::string& what) const {
+    return ImmediateReply(ErrorReply(code, code_name,
+                                     "attribute rule '" + rule_.name + "' for " +
+                                         a_.logical.full() + ": " + what));
+  }
+
+  // Rewrites the filter under `key` of `doc` into `out` (or refuses).
+  std::optional<std::string> Filter(const bson_t* doc, const char* key, Doc& out) const {
+    std::optional<Doc> filter = FindDocument(doc, key);
+    if (!filter) return std::nullopt;
+    FilterRewrite rewritten = RewriteAttributeFilter(a_, filter->get());
+    if (rewritten.error) return rewritten.error;
+    out = std::move(rewritten.filter);
+    return std::nullopt;
+  }
+
+  bool MentionsAttribute(const std::optional<Doc>& spec) const {
+    if (!spec) return false;
+    bson_iter_t it;
+    bson_iter_init(&it, spec->get());
+    while (bson_iter_next(&it))
+      if (a_.IsAttribute(FirstComponent(bson_iter_key(&it)))) return true;
+    return false;
+  }
+
+  // The stages that present stored documents as the application wrote them.
+  std::vector<Doc> UnfoldStages() const {
+    const std::string array = "$" + a_.array_field;
+    Doc pairs;
+    if (a_.key_name == "k" && a_.value_name == "v") {
+      AppendString(pairs.mut(), "$arrayToObject", array);
+    } else {
+      Doc map, in;
+      AppendString(in.mut(), "k", "$$p." + a_.key_name);
+      AppendString(in.mut(), "v", "$$p." + a_.value_name);
+      AppendString(map.mut(), "input", array);
+      AppendString(map.mut(), "as", "p");
+      AppendDoc(map.mut(), "in", in);
+      Doc map_expr;
+      AppendDoc(map_expr.mut(), "$map", map);
+      AppendDoc(pairs.mut(), "$arrayToObject", map_expr);
+    }
+    Doc root, merge_doc;
+    bson_t merge;
+    BSON_APPEND_ARRAY_BEGIN(merge_doc.mut(), "$mergeObjects", &merge);
+    BSON_APPEND_UTF8(&merge, "0", "$$ROOT");
+    BSON_APPEND_DOCUMENT(&merge, "1", pairs.get());
+    bson_append_array_end(merge_doc.mut(), &merge);
+    AppendDoc(root.mut(), "newRoot", merge_doc);
+    Doc drop;
+    BSON_APPEND_INT32(drop.mut(), a_.array_field.c_str(), 0);
+    return {Stage("$replaceRoot", root), Stage("$project", drop)};
+  }
+
+  // A command like the client's, with `replacements` taking the place of
+  // the fields of the same names.
+  BackendCommand Rebuilt(const std::vector<std::pair<std::string, Doc>>& replacements,
+                         const std::vector<std::pair<std::string, std::vector<Doc>>>& arrays = {}) const {
+    BackendCommand backend;
+    bson_iter_t it;
+    bson_iter_init(&it, command_.body.get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      bool replaced = false;
+      for (const auto& [name, doc] : replacements) {
+        if (name == key) {
+          AppendDoc(backend.body.mut(), key, doc);
+          replaced = true;
+        }
+      }
+      for (const auto& [name, docs] : arrays) {
+        if (name == key) {
+          AppendArray(backend.body.mut(), key, docs);
+          replaced = true;
+        }
+      }
+      if (!replaced) AppendValue(backend.body.mut(), key, it);
+    }
+    return backend;
+  }
+
+  // Unfolds the documents of a cursor reply's first or next batch.
+  static Doc UnfoldCursorReply(const AttributeRule& rule, const Doc& reply) {
+    Doc out;
+    bson_iter_t it;
+    bson_iter_init(&it, reply.get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (key != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        AppendValue(out.mut(), key, it);
+        continue;
+      }
+      bson_t cursor;
+      bson_iter_t child;
+      bson_append_document_begin(out.mut(), "cursor", -1, &cursor);
+      bson_iter_recurse(&it, &child);
+      while (bson_iter_next(&child)) {
+        std::string_view ckey = bson_iter_key(&child);
+        if ((ckey == "firstBatch" || ckey == "nextBatch") && BSON_ITER_HOLDS_ARRAY(&child)) {
+          std::vector<Doc> docs;
+          for (const Doc& doc : ArrayDocuments(child))
+            docs.push_back(UnfoldAttributes(rule, doc.get()));
+          AppendArray(&cursor, ckey, docs);
+        } else {
+          AppendValue(&cursor, ckey, child);
+        }
+      }
+      bson_append_document_end(out.mut(), &cursor);
+    }
+    return out;
+  }
+
+  Plan WithUnfoldedCursor(BackendCommand backend) const {
+    Plan plan;
+    plan.ensure.push_back(EnsureAttributeIndex(a_));
+    plan.commands.push_back(std::move(backend));
+    const AttributeRule rule = a_;
+    plan.shape = [rule](std::span<const Doc> replies) {
+      ShapedReply out;
+      out.reply = rule.unfold ? UnfoldCursorReply(rule, replies.front()) : replies.front();
+      return out;
+    };
+    return plan;
+  }
+
+  Plan Passed(BackendCommand backend) const {
+    Plan plan;
+    plan.ensure.push_back(EnsureAttributeIndex(a_));
+    plan.commands.push_back(std::move(backend));
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}}; };
+    return plan;
+  }
+
+  Plan FindCommand() const {
+    const bson_t* body = command_.body.get();
+    Doc filter;
+    if (auto error = Filter(body, "filter", filter)) return Refuse(kBadValue, "BadValue", *error);
+    std::optional<Doc> sort = FindDocument(body, "sort");
+    std::optional<Doc> projection = FindDocument(body, "projection");
+    const bool needs_flat = MentionsAttribute(sort) || MentionsAttribute(projection);
+    if (!needs_flat || !a_.unfold) {
+      if (needs_flat && MentionsAttribute(sort))
+        return Refuse(kBadValue, "BadValue",
+                      "sorting by an attribute needs `unfold: true` (attributes are stored in '" +
+                          a_.array_field + "')");
+      return WithUnfoldedCursor(Rebuilt({{"filter", filter}}));
+    }
+    // Sort or projection on attributes: an aggregate that unfolds first.
+    for (const char* unsupported : {"tailable", "awaitData", "min", "max", "returnKey",
+                                    "showRecordId", "noCursorTimeout", "singleBatch"}) {
+      if (auto v = Find(body, unsupported); v && bson_iter_as_bool(&*v))
+        return Refuse(kIllegalOperation, "IllegalOperation",
+                      std::string("find option '") + unsupported +
+                          "' is not supported with a sort or projection on attributes");
+    }
+    std::vector<Doc> pipeline;
+    if (!filter.empty()) pipeline.push_back(Stage("$match", filter));
+    for (Doc& stage : UnfoldStages()) pipeline.push_back(std::move(stage));
+    if (sort && !sort->empty()) pipeline.push_back(Stage("$sort", *sort));
+    if (auto skip = FindInteger(body, "skip"); skip && *skip > 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$skip", *skip);
+      pipeline.push_back(std::move(stage));
+    }
+    if (auto limit = FindInteger(body, "limit"); limit && *limit != 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$limit", *limit < 0 ? -*limit : *limit);
+      pipeline.push_back(std::move(stage));
+    }
+    if (projection && !projection->empty()) pipeline.push_back(Stage("$project", *projection));
+    BackendCommand backend;
+    bson_t* out = backend.body.mut();
+    AppendString(out, "aggregate", a_.logical.collection);
+    AppendArray(out, "pipeline", pipeline);
+    Doc cursor;
+    if (auto batch = FindInteger(body, "batchSize")) BSON_APPEND_INT64(cursor.mut(), "batchSize", *batch);
+    AppendDoc(out, "cursor", cursor);
+    for (const char* passthrough : {"collation", "allowDiskUse", "let", "hint"}) {
+      if (auto v = Find(body, passthrough)) AppendValue(out, passthrough, *v);
+    }
+    CopyGenericArguments(command_, ArgumentTarget::kRead, out);
+    AppendString(out, "$db", a_.logical.db);
+    return Passed(std::move(backend));
+  }
+
+  Plan GetMore() const {
+    BackendCommand backend;
+    backend.body = command_.body;
+    return WithUnfoldedCursor(std::move(backend));
+  }
+
+  Plan Aggregate() const {
+    auto pipeline_iter = Find(command_.body.get(), "pipeline");
+    if (!pipeline_iter || !BSON_ITER_HOLDS_ARRAY(&*pipeline_iter))
+      return ImmediateReply(ErrorReply(kFailedToParse, "FailedToParse", "aggregate needs a 'pipeline' array"));
+    std::vector<Doc> stages = ArrayDocuments(*pipeline_iter);
+    std::vector<Doc> pipeline;
+    size_t i = 0;
+    for (; i < stages.size(); ++i) {  // leading $match stages use the index
+      std::optional<Doc> match = FindDocument(stages[i].get(), "$match");
+      if (!match) break;
+      FilterRewrite rewritten = RewriteAttributeFilter(a_, match->get());
+      if (rewritten.error) return Refuse(kBadValue, "BadValue", *rewritten.error);
+      pipeline.push_back(Stage("$match", rewritten.filter));
+    }
+    if (a_.unfold)
+      for (Doc& stage : UnfoldStages()) pipeline.push_back(std::move(stage));
+    for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
+    return Passed(Rebuilt({}, {{"pipeline", pipeline}}));
+  }
+
+  Plan Count() const {
+    Doc query;
+    if (auto error = Filter(command_.body.get(), "query", query))
+      return Refuse(kBadValue, "BadValue", *error);
+    return Passed(Rebuilt({{"query", query}}));
+  }
+
+  Plan Distinct() const {
+    const bson_t* body = command_.body.get();
+    Doc query;
+    if (auto error = Filter(body, "query", query)) return Refuse(kBadValue, "BadValue", *error);
+    std::optional<std::string> key = FindString(body, "key");
+    if (!key || !a_.IsAttribute(FirstComponent(*key))) return Passed(Rebuilt({{"query", query}}));
+    // distinct of an attribute: its pairs' values, arrays looked into.
+    std::string name = FirstComponent(*key);
+    std::string sub = key->size() > name.size() ? key->substr(name.size()) : "";
+    const std::string pair = a_.array_field;
+    std::vector<Doc> pipeline;
+    if (!query.empty()) pipeline.push_back(Stage("$match", query));
+    Doc unwind_pairs;
+    AppendString(unwind_pairs.mut(), "$unwind", "$" + pair);
+    pipeline.push_back(std::move(unwind_pairs));
+    Doc by_name;
+    AppendString(by_name.mut(), pair + "." + a_.key_name, name);
+    pipeline.push_back(Stage("$match", by_name));
+    const std::string value_path = "$" + pair + "." + a_.value_name + sub;
+    Doc unwind, group, add;
+    AppendString(unwind.mut(), "path", value_path);
+    BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
+    pipeline.push_back(Stage("$unwind", unwind));
+    BSON_APPEND_NULL(group.mut(), "_id");
+    AppendString(add.mut(), "$addToSet", value_path);
+    AppendDoc(group.mut(), "values", add);
+    pipeline.push_back(Stage("$group", group));
+    BackendCommand backend;
+    bson_t* out = backend.body.mut();
+    AppendString(out, "aggregate", a_.logical.collection);
+    AppendArray(out, "pipeline", pipeline);
+    AppendDoc(out, "cursor", Doc());
+    if (auto collation = Find(body, "collation")) AppendValue(out, "collation", *collation);
+    CopyGenericArguments(command_, ArgumentTarget::kRead, out);
+    AppendString(out, "$db", a_.logical.db);
+    Plan plan;
+    plan.ensure.push_back(EnsureAttributeIndex(a_));
+    plan.commands.push_back(std::move(backend));
+    plan.shape = [](std::span<const Doc> replies) {
+      ShapedReply out;
+      auto cursor = FindDocument(replies.front().get(), "cursor");
+      auto batch = cursor ? ::remold::Find(cursor->get(), "firstBatch") : std::nullopt;
+      std::vector<Doc> docs = batch ? ArrayDocuments(*batch) : std::vector<Doc>();
+      std::optional<bson_iter_t> values;
+      if (!docs.empty()) values = ::remold::Find(docs.front().get(), "values");
+      if (values) {
+        AppendValue(out.reply.mut(), "values", *values);
+      } else {
+        AppendArray(out.reply.mut(), "values", {});
+      }
+      for (const char* key : {"$clusterTime", "operationTime"}) {
+        if (auto v = ::remold::Find(replies.front().get(), key)) AppendValue(out.reply.mut(), key, *v);
+      }
+      BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);
+      return out;
+    };
+    return plan;
+  }
+
+  Plan Delete() const {
+    auto deletes = ::remold::Find(command_.body.get(), "deletes");
+    if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
+      return ImmediateReply(ErrorReply(kFailedToParse, "FailedToParse", "delete needs a 'deletes' array"));
+    std::vector<Doc> statements;
+    for (const Doc& statement : ArrayDocuments(*deletes)) {
+      Doc q;
+      if (auto error = Filter(statement.get(), "q", q)) return Refuse(kBadValue, "BadValue", *error);
+      statements.push_back(Replaced(statement, "q", q));
+    }
+    return Passed(Rebuilt({}, {{"deletes", statements}}));
+  }
+
+  static Doc Replaced(const Doc& doc, std::string_view field, const Doc& value) {
+    Doc out;
+    bson_iter_t it;
+    bson_iter_init(&it, doc.get());
+    while (bson_iter_next(&it)) {
+      if (field == bson_iter_key(&it)) AppendDoc(out.mut(), field, value);
+      else AppendValue(out.mut(), bson_iter_key(&it), it);
+    }
+    return out;
+  }
+
+  Plan Insert() const {
+    auto documents = ::remold::Find(command_.body.get(), "documents");
+    if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents))
+      return ImmediateReply(ErrorReply(kFailedToParse, "FailedToParse", "insert needs a 'documents' array"));
+    std::vector<Doc> folded;
+    for (const Doc& doc : ArrayDocuments(*documents)) folded.push_back(FoldAttributes(a_, doc.get()));
+    Plan plan = Passed(Rebuilt({}));
+    // The documents travel as a document sequence, like the client's.
+    Doc body;
+    bson_copy_to_excluding_noinit(plan.commands[0].body.get(), body.mut(), "documents", nullptr);
+    plan.commands[0].body = std::move(body);
+    plan.commands[0].sequence_id = "documents";
+    plan.commands[0].sequence = std::move(folded);
+    return plan;
+  }
+
+  // One attribute operation of an update: {op: {name: value}}.
+  struct AttributeOp {
+    std::string op;
+    std::string name;
+    Doc value;  // {v: <the operator's argument>}, owned: the update may go away
+  };
+
+  // Splits update operators into those on fixed fields and attribute ops.
+  std::optional<std::string> SplitUpdate(const Doc& u, Doc& fixed, std::vector<AttributeOp>& ops) const {
+    static const std::vector<std::string> kSupported = {"$set", "$unset", "$inc", "$min", "$max", "$mul"};
+    bson_iter_t op_it;
+    bson_iter_init(&op_it, u.get());
+    while (bson_iter_next(&op_it)) {
+      std::string op = bson_iter_key(&op_it);
+      if (!BSON_ITER_HOLDS_DOCUMENT(&op_it)) return "update operator '" + op + "' needs a document";
+      Doc fixed_part;
+      bson_iter_t field;
+      bson_iter_recurse(&op_it, &field);
+      while (bson_iter_next(&field)) {
+        std::string path = bson_iter_key(&field);
+        std::string name = FirstComponent(path);
+        if (path == a_.array_field || name == a_.array_field)
+          return "update of '" + a_.array_field + "' itself is not supported: update the attributes by name";
+        if (!a_.IsAttribute(name)) {
+          AppendValue(fixed_part.mut(), path, field);
+          continue;
+        }
+        if (std::find(kSupported.begin(), kSupported.end(), op) == kSupported.end())
+          return "update operator '" + op + "' on attribute '" + name + "' is not supported "
+                 "(supported: $set, $unset, $inc, $min, $max, $mul)";
+        if (path != name)
+          return "update of '" + path + "' inside attribute '" + name + "' is not supported: set the whole attribute";
+        Doc value;
+        AppendValue(value.mut(), "v", field);
+        ops.push_back({op, name, std::move(value)});
+      }
+      if (!fixed_part.empty()) AppendDoc(fixed.mut(), op, fixed_part);
+    }
+    return std::nullopt;
+  }
+
+  Plan Update() const {
+    auto updates = ::remold::Find(command_.body.get(), "updates");
+    if (!updates || !BSON_ITER_HOLDS_ARRAY(&*updates))
+      return ImmediateReply(ErrorReply(kFailedToParse, "FailedToParse", "update needs an 'updates' array"));
+    std::vector<Doc> statements = ArrayDocuments(*updates);
+    std::vector<Doc> rewritten;
+    std::optional<size_t> attribute_statement;
+    Doc fixed_ops;
+    std::vector<AttributeOp> ops;
+    for (size_t i = 0; i < statements.size(); ++i) {
+      const Doc& statement = statements[i];
+      Doc q;
+      if (auto error = Filter(statement.get(), "q", q)) return Refuse(kBadValue, "BadValue", *error);
+      Doc out = Replaced(statement, "q", q);
+      auto u = ::remold::Find(statement.get(), "u");
+      if (!u) return ImmediateReply(ErrorReply(kFailedToParse, "FailedToParse", "update statement needs 'u'"));
+      if (BSON_ITER_HOLDS_ARRAY(&*u))
+        return Refuse(kIllegalOperation, "IllegalOperation",
+                      "pipeline updates are not supported on an attribute collection");
+      std::optional<Doc> u_doc = FindDocument(statement.get(), "u");
+      if (!IsOperatorUpdate(*u_doc)) {  // a replacement: fold it
+        rewritten.push_back(Replaced(out, "u", FoldAttributes(a_, u_doc->get())));
+        continue;
+      }
+      Doc fixed;
+      std::vector<AttributeOp> statement_ops;
+      if (auto error = SplitUpdate(*u_doc, fixed, statement_ops))
+        return Refuse(kIllegalOperation, "IllegalOperation", *error);
+      if (statement_ops.empty()) {
+        rewritten.push_back(std::move(out));
+        continue;
+      }
+      if (statements.size() != 1)
+        return Refuse(kIllegalOperation, "IllegalOperation",
+                      "an update batch with several statements cannot change attributes; send "
+                      "attribute updates one statement per command");
+      if (FindBool(statement.get(), "upsert").value_or(false))
+        return Refuse(kIllegalOperation, "IllegalOperation",
+                      "upsert with attribute update operators is not supported");
+      attribute_statement = i;
+      fixed_ops = std::move(fixed);
+      ops = std::move(statement_ops);
+    }
+    if (!attribute_statement) {
+      Plan plan = Passed(Rebuilt({}, {{"updates", rewritten}}));
+      return plan;
+    }
+    return AttributeUpdate(statements[*attribute_statement], fixed_ops, ops);
+  }
+
+  static bool IsOperatorUpdate(const Doc& u) {
+    bson_iter_t it;
+    return bson_iter_init(&it, u.get()) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
+  }
+
+  // An update that changes attributes, safe under concurrent writers:
+  //  1. read the _ids the filter matches (one for updateOne);
+  //  2. for each attribute, push a neutral pair where it is missing
+  //     ($set/$min/$max: the value; $inc/$mul: 0), so it exists;
+  //  3. one statement applies every operator, attributes through
+  //     arrayFilters on their pairs, to exactly those _ids;
+  //  4. $unset attributes are pulled.
+  // A concurrent writer adding the same attribute between 2 and 3 finds it
+  // present and skips its push; both operators then apply, none is lost.
+  Plan AttributeUpdate(const Doc& statement, const Doc& fixed_ops,
+                       const std::vector<AttributeOp>& ops) const {
+    const bson_t* s = statement.get();
+    const bool multi = FindBool(s, "multi").value_or(false);
+    Doc q;
+    Filter(s, "q", q);
+    BackendCommand find;
+    bson_t* body = find.body.mut();
+    AppendString(body, "find", a_.logical.collection);
+    AppendDoc(body, "filter", q);
+    Doc id_only;
+    BSON_APPEND_INT32(id_only.mut(), "_id", 1);
+    AppendDoc(body, "projection", id_only);
+    BSON_APPEND_INT64(body, "limit", multi ? kMaxPinnedDocuments + 1 : 1);
+    BSON_APPEND_INT64(body, "batchSize", multi ? kMaxPinnedDocuments + 1 : 1);
+    BSON_APPEND_BOOL(body, "singleBatch", true);
+    if (auto collation = ::remold::Find(s, "collation")) AppendValue(body, "collation", *collation);
+    if (auto hint = ::remold::Find(s, "hint")) AppendValue(body, "hint", *hint);
+    CopyGenericArguments(command_, ArgumentTarget::kRead, body);
+    AppendString(body, "$db", a_.logical.db);
+
+    Plan plan;
+    plan.ensure.push_back(EnsureAttributeIndex(a_));
+    plan.commands.push_back(std::move(find));
+    plan.stop_on_write_errors = true;
+    const AttributeRule rule = a_;
+    const Command command = command_;
+    const Doc statement_copy = statement;
+    const Doc fixed_copy = fixed_ops;
+    std::vector<std::tuple<std::string, std::string, Doc>> op_values;  // op, name, {v: value}
+    for (const auto& op : ops) op_values.emplace_back(op.op, op.name, op.value);
+    plan.then = [rule, command, statement_copy, fixed_copy, op_values](std::span<const Doc> replies) {
+      std::vector<BackendCommand> next;
+      std::vector<Doc> ids = PinnedIds(replies.front());
+      if (ids.empty() || ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) return next;
+      Doc pinned;
+      {
+        Doc in;
+        bson_t array;
+        BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+        for (size_t i = 0; i < ids.size(); ++i) {
+          bson_iter_t id;
+          bson_iter_init_find(&id, ids[i].get(), "_id");
+          AppendValue(&array, std::to_string(i), id);
+        }
+        bson_append_array_end(in.mut(), &array);
+        AppendDoc(pinned.mut(), "_id", in);
+      }
+      std::vector<Doc> statements;
+      Doc apply;            // step 3's update document
+      std::vector<Doc> filters;
+      std::vector<std::string> unset;
+      std::vector<std::pair<std::string, Doc>> by_op;  // op -> {path: value}
+      auto op_doc = [&](const std::string& op) -> Doc& {
+        for (auto& [name, doc] : by_op)
+          if (name == op) return doc;
+        by_op.emplace_back(op, Doc());
+        return by_op.back().second;
+      };
+      for (size_t i = 0; i < op_values.size(); ++i) {
+        const auto& [op, name, value] = op_values[i];
+        bson_iter_t v;
+        bson_iter_init_find(&v, value.get(), "v");
+        if (op == "$unset") {
+          unset.push_back(name);
+          continue;
+        }
+        // 2. push a neutral pair where the attribute is missing
+        Doc pair;
+        AppendString(pair.mut(), rule.key_name, name);
+        if (op == "$inc" || op == "$mul") BSON_APPEND_INT32(pair.mut(), rule.value_name.c_str(), 0);
+        else AppendValue(pair.mut(), rule.value_name, v);
+        Doc missing_q, pair_match, elem, nor_clause, push, push_field;
+        AppendString(pair_match.mut(), rule.key_name, name);
+        AppendDoc(elem.mut(), "$elemMatch", pair_match);
+        Doc has;
+        AppendDoc(has.mut(), rule.array_field, elem);
+        AppendArray(missing_q.mut(), "$nor", {has});
+        Doc q_missing;
+        AppendArray(q_missing.mut(), "$and", {pinned, missing_q});
+        AppendDoc(push_field.mut(), rule.array_field, pair);
+        AppendDoc(push.mut(), "$push", push_field);
+        Doc ensure_statement;
+        AppendDoc(ensure_statement.mut(), "q", q_missing);
+        AppendDoc(ensure_statement.mut(), "u", push);
+        BSON_APPEND_BOOL(ensure_statement.mut(), "multi", true);
+        statements.push_back(std::move(ensure_statement));
+        // 3. the operator on that pair
+        const std::string filter_name = "remold" + std::to_string(i);
+        AppendValue(op_doc(op).mut(), rule.array_field + ".$[" + filter_name + "]." + rule.value_name, v);
+        Doc array_filter;
+        AppendString(array_filter.mut(), filter_name + "." + rule.key_name, name);
+        filters.push_back(std::move(array_filter));
+      }
+      bson_iter_t fixed_it;
+      bson_iter_init(&fixed_it, fixed_copy.get());
+      while (bson_iter_next(&fixed_it)) {
+        Doc part = *FindDocument(fixed_copy.get(), bson_iter_key(&fixed_it));
+        bson_concat(op_doc(bson_iter_key(&fixed_it)).mut(), part.get());
+      }
+      for (const auto& [op, doc] : by_op) AppendDoc(apply.mut(), op, doc);
+      if (!apply.empty()) {
+        Doc apply_statement;
+        AppendDoc(apply_statement.mut(), "q", pinned);
+        AppendDoc(apply_statement.mut(), "u", apply);
+        BSON_APPEND_BOOL(apply_statement.mut(), "multi", true);
+        std::vector<Doc> all_filters = filters;
+        if (auto client_filters = ::remold::Find(statement_copy.get(), "arrayFilters"))
+          for (Doc& f : ArrayDocuments(*client_filters)) all_filters.push_back(std::move(f));
+        if (!all_filters.empty()) AppendArray(apply_statement.mut(), "arrayFilters", all_filters);
+        if (auto collation = ::remold::Find(statement_copy.get(), "collation"))
+          AppendValue(apply_statement.mut(), "collation", *collation);
+        statements.push_back(std::move(apply_statement));
+      }
+      if (!unset.empty()) {
+        // 4. pull the unset attributes
+        Doc names, in, pull_field, pull;
+        bson_t array;
+        BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+        for (size_t i = 0; i < unset.size(); ++i) BSON_APPEND_UTF8(&array, std::to_string(i).c_str(), unset[i].c_str());
+        bson_append_array_end(in.mut(), &array);
+        AppendDoc(names.mut(), rule.key_name, in);
+        AppendDoc(pull_field.mut(), rule.array_field, names);
+        AppendDoc(pull.mut(), "$pull", pull_field);
+        Doc pull_statement;
+        AppendDoc(pull_statement.mut(), "q", pinned);
+        AppendDoc(pull_statement.mut(), "u", pull);
+        BSON_APPEND_BOOL(pull_statement.mut(), "multi", true);
+        statements.push_back(std::move(pull_statement));
+      }
+      BackendCommand update;
+      bson_t* body = update.body.mut();
+      AppendString(body, "update", rule.logical.collection);
+      BSON_APPEND_BOOL(body, "ordered", true);
+      CopyGenericArguments(command, ArgumentTarget::kWrite, body);
+      AppendString(body, "$db", rule.logical.db);
+      update.sequence_id = "updates";
+      update.sequence = std::move(statements);
+      next.push_back(std::move(update));
+      return next;
+    };
+    plan.shape = [](std::span<const Doc> replies) { return ShapeAttributeUpdate(replies); };
+    return plan;
+  }
+
+  static std::vector<Doc> PinnedIds(const Doc& find_reply) {
+    auto cursor = FindDocument(find_reply.get(), "cursor");
+    auto batch = cursor ? ::remold::Find(cursor->get(), "firstBatch") : std::nullopt;
+    return batch ? ArrayDocuments(*batch) : std::vector<Doc>();
+  }
+
+  // n: the documents pinned; nModified: the documents a statement changed,
+  // at most n; a write error is reported at the client's statement 0.
+  static ShapedReply ShapeAttributeUpdate(std::span<const Doc> replies) {
+    ShapedReply out;
+    bson_t* r = out.reply.mut();
+    std::vector<Doc> ids = PinnedIds(replies.front());
+    if (ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) {
+      out.reply = ErrorReply(kIllegalOperation, "IllegalOperation",
+                             "updateMany with attribute operators matched more than " +
+                                 std::to_string(kMaxPinnedDocuments) +
+                                 " documents; nothing was changed: narrow the filter");
+      return out;
+    }
+    int64_t n = static_cast<int64_t>(ids.size());
+    int64_t modified = 0;
+    std::optional<Doc> write_error, write_concern_error;
+    if (replies.size() > 1) {
+      const Doc& update = replies[1];
+      modified = FindInteger(update.get(), "nModified").value_or(0);
+      if (auto we = ::remold::Find(update.get(), "writeErrors"); we && BSON_ITER_HOLDS_ARRAY(&*we)) {
+        std::vector<Doc> errors = ArrayDocuments(*we);
+        if (!errors.empty()) {
+          Doc e;
+          BSON_APPEND_INT32(e.mut(), "index", 0);
+          bson_iter_t it;
+          bson_iter_init(&it, errors.front().get());
+          while (bson_iter_next(&it))
+            if (std::string_view(bson_iter_key(&it)) != "index") AppendValue(e.mut(), bson_iter_key(&it), it);
+          write_error = std::move(e);
+        }
+      }
+      write_concern_error = FindDocument(update.get(), "writeConcernError");
+    }
+    BSON_APPEND_INT32(r, "n", static_cast<int32_t>(n));
+    BSON_APPEND_INT32(r, "nModified", static_cast<int32_t>(std::min(n, modified)));
+    if (write_error) AppendArray(r, "writeErrors", {*write_error});
+    if (write_concern_error) AppendDoc(r, "writeConcernError", *write_concern_error);
+    for (const char* key : {"$clusterTime", "operationTime"}) {
+      if (auto v = ::remold::Find(replies.back().get(), key)) AppendValue(r, key, *v);
+    }
+    BSON_APPEND_DOUBLE(r, "ok", 1.0);
+    return out;
+  }
+
+  Plan FindAndModify() const {
+    const bson_t* body = command_.body.get();
+    Doc query;
+    if (auto error = Filter(body, "query", query)) return Refuse(kBadValue, "BadValue", *error);
+    if (MentionsAttribute(FindDocument(body, "sort")) || MentionsAttribute(FindDocument(body, "fields")))
+      return Refuse(kIllegalOperation, "IllegalOperation",
+                    "findAndModify with a sort or projection on attributes is not supported");
+    std::vector<std::pair<std::string, Doc>> replacements = {{"query", query}};
+    if (std::optional<Doc> update = FindDocument(body, "update")) {
+      auto update_iter = ::remold::Find(body, "update");
+      if (update_iter && BSON_ITER_HOLDS_ARRAY(&*update_iter))
+        return Refuse(kIllegalOperation, "IllegalOperation", "pipeline updates are not supported");
+      if (!IsOperatorUpdate(*update)) {
+        replacements.emplace_back("update", FoldAttributes(a_, update->get()));
+      } else {
+        Doc fixed;
+        std::vector<AttributeOp> ops;
+        if (auto error = SplitUpdate(*update, fixed, ops))
+          return Refuse(kIllegalOperation, "IllegalOperation", *error);
+        if (!ops.empty())
+          return Refuse(kIllegalOperation, "IllegalOperation",
+                        "findAndModify cannot change attributes; use updateOne, then find");
+      }
+    }
+    Plan plan = Passed(Rebuilt(replacements));
+    const AttributeRule rule = a_;
+    plan.shape = [rule](std::span<const Doc> replies) {
+      ShapedReply out;
+      const Doc& reply = replies.front();
+      bson_iter_t it;
+      bson_iter_init(&it, reply.get());
+      while (bson_iter_next(&it)) {
+        std::string_view key = bson_iter_key(&it);
+        if (key == "value" && BSON_ITER_HOLDS_DOCUMENT(&it) && rule.unfold) {
+          Doc value = *FindDocument(reply.get(), "value");
+          AppendDoc(out.reply.mut(), "value", UnfoldAttributes(rule, value.get()));
+        } else {
+          AppendValue(out.reply.mut(), key, it);
+        }
+      }
+      return out;
+    };
+    return plan;
+  }
+
+  const Command& command_;
+  const Rule& rule_;
+  const AttributeRule& a_;
+};
+
+}  // namespace
+
+BackendCommand EnsureAttributeIndex(const AttributeRule& rule) {
+  Doc key, index;
+  BSON_APPEND_INT32(key.mut(), (rule.array_field + "." + rule.key_name).c_str(), 1);
+  BSON_APPEND_INT32(key.mut(), (rule.array_field + "." + rule.value_name).c_str(), 1);
+  AppendDoc(index.mut(), "key", key);
+  AppendString(index.mut(), "name", "remold_attribute_" + rule.array_field);
+  BackendCommand command;
+  AppendString(command.body.mut(), "createIndexes", rule.logical.collection);
+  AppendArray(command.body.mut(), "indexes", {index});
+  AppendString(command.body.mut(), "$db", rule.logical.db);
+  return command;
+}
+
+std::optional<Plan> RewriteAttribute(const Command& command, const Rule& rule,
+                                     const AttributeRule& attribute, const Capabilities&) {
+  return AttributeRewriter(command, rule, attribute).Rewrite();
+}
+
+}  // namespace remold

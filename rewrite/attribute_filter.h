@@ -1,0 +1,46 @@
+// The attribute pattern's document and query transforms (pure).
+//
+// RewriteAttributeFilter turns a filter on flat fields into one on the
+// {k, v} array: a predicate on an attribute becomes
+//   {<array>: {$elemMatch: {<key>: "<name>", <value>: <predicate>}}}
+// so one {array.k, array.v} index serves it. Where MongoDB's semantics
+// differ from "some pair matches" ($exists: false, $ne, $nin, null, $not),
+// the rewrite states them exactly: a missing attribute is "no pair for that
+// name", and a negation is a $nor of the positive form. $and/$or/$nor
+// recurse; {"<array>.<key>": X, "<array>.<value>": P} becomes $elemMatch
+// when the rule says so.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/doc.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+struct FilterRewrite {
+  Doc filter;
+  std::optional<std::string> error;  // set when the filter cannot be rewritten exactly
+};
+
+FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter);
+
+// A client document with its attributes folded into the array (after any
+// pairs the document already carries there).
+Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc);
+
+// Which attributes a read returns, from the client's projection.
+struct AttributeProjection {
+  bool restricts = false;             // false: every attribute
+  bool inclusion = true;              // true: only `names`; false: all but `names`
+  std::vector<std::string> names;
+};
+
+// A stored document with its pairs unfolded back into fields (kept as the
+// array when any pair is malformed, so nothing is lost).
+Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
+                     const AttributeProjection& projection = {});
+
+}  // namespace remold
