@@ -391,14 +391,21 @@ TEST_P(GoldenTest, Case) {
     return;
   }
 
-  // Backend commands: ensure first, then commands.
-  std::vector<Doc> shown;
-  for (const auto& c : plan->ensure) shown.push_back(Display(c));
-  for (const auto& c : plan->commands) shown.push_back(Display(c));
-  ExpectDocFile(dir / "commands.json", AsArrayDoc(shown), PrettyArray(shown));
+  // Backend commands: ensure first, then commands, then what plan.then
+  // returns for the replies before it (as the proxy runs them).
+  std::vector<BackendCommand> commands = plan->commands;
+  auto expect_commands = [&] {
+    std::vector<Doc> shown;
+    for (const auto& c : plan->ensure) shown.push_back(Display(c));
+    for (const auto& c : commands) shown.push_back(Display(c));
+    ExpectDocFile(dir / "commands.json", AsArrayDoc(shown), PrettyArray(shown));
+  };
   EXPECT_TRUE(static_cast<bool>(plan->shape)) << "a plan with backend commands but no shape";
 
   if (!fs::exists(dir / "replies.json")) {
+    EXPECT_FALSE(static_cast<bool>(plan->then))
+        << "this plan continues after its first replies: give replies.json";
+    expect_commands();
     ExpectNoFile(dir / "reply.json", "there is no replies.json to shape a reply from");
     ExpectNoFile(dir / "kill.json", "there is no replies.json to shape a reply from");
     return;
@@ -412,8 +419,15 @@ TEST_P(GoldenTest, Case) {
   std::vector<Doc> ran;
   std::optional<Doc> client_reply;
   bool stopped = false;
+  bool continued = false;
+  auto continue_plan = [&] {
+    if (stopped || continued || !plan->then || ran.size() != commands.size()) return;
+    continued = true;
+    for (auto& c : plan->then(ran)) commands.push_back(std::move(c));
+  };
   for (size_t i = 0; i < replies.size(); ++i) {
-    ASSERT_LT(i, plan->commands.size())
+    continue_plan();
+    ASSERT_LT(i, commands.size())
         << "replies.json has more replies than the plan has commands";
     ASSERT_FALSE(stopped) << "replies.json has a reply for command " << i + 1
                           << ", which the proxy would not run (execution stopped before it)";
@@ -425,8 +439,10 @@ TEST_P(GoldenTest, Case) {
     ran.push_back(replies[i]);
     if (plan->stop_on_write_errors && Find(replies[i].get(), "writeErrors")) stopped = true;
   }
-  ASSERT_TRUE(stopped || replies.size() == plan->commands.size())
-      << "replies.json has " << replies.size() << " replies for " << plan->commands.size()
+  continue_plan();
+  expect_commands();
+  ASSERT_TRUE(stopped || replies.size() == commands.size())
+      << "replies.json has " << replies.size() << " replies for " << commands.size()
       << " commands, and nothing stops execution early";
 
   ShapedReply shaped;
