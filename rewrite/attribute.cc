@@ -196,7 +196,7 @@ class AttributeRewriter {
     }
     // Sort or projection on attributes: an aggregate that unfolds first.
     for (const char* unsupported : {"tailable", "awaitData", "min", "max", "returnKey",
-                                    "showRecordId", "noCursorTimeout", "singleBatch"}) {
+                                    "showRecordId", "noCursorTimeout"}) {
       if (auto v = Find(body, unsupported); v && bson_iter_as_bool(&*v))
         return Refuse(kIllegalOperation, "IllegalOperation",
                       std::string("find option '") + unsupported +
@@ -211,9 +211,12 @@ class AttributeRewriter {
       BSON_APPEND_INT64(stage.mut(), "$skip", *skip);
       pipeline.push_back(std::move(stage));
     }
-    if (auto limit = FindInteger(body, "limit"); limit && *limit != 0) {
+    int64_t limit = FindInteger(body, "limit").value_or(0);
+    bool single_batch = FindBool(body, "singleBatch").value_or(false) || limit < 0;
+    if (limit < 0) limit = -limit;
+    if (limit != 0) {
       Doc stage;
-      BSON_APPEND_INT64(stage.mut(), "$limit", *limit < 0 ? -*limit : *limit);
+      BSON_APPEND_INT64(stage.mut(), "$limit", limit);
       pipeline.push_back(std::move(stage));
     }
     if (projection && !projection->empty()) pipeline.push_back(Stage("$project", *projection));
@@ -223,13 +226,55 @@ class AttributeRewriter {
     AppendArray(out, "pipeline", pipeline);
     Doc cursor;
     if (auto batch = FindInteger(body, "batchSize")) BSON_APPEND_INT64(cursor.mut(), "batchSize", *batch);
+    else if (single_batch && limit > 0) BSON_APPEND_INT64(cursor.mut(), "batchSize", limit);
     AppendDoc(out, "cursor", cursor);
     for (const char* passthrough : {"collation", "allowDiskUse", "let", "hint"}) {
       if (auto v = Find(body, passthrough)) AppendValue(out, passthrough, *v);
     }
     CopyGenericArguments(command_, ArgumentTarget::kRead, out);
     AppendString(out, "$db", a_.logical.db);
-    return Passed(std::move(backend));
+    Plan plan = Passed(std::move(backend));
+    if (single_batch) {
+      // One batch was asked for: report cursor id 0 and close the rest.
+      const Namespace ns = a_.logical;
+      plan.shape = [ns](std::span<const Doc> replies) {
+        ShapedReply out;
+        out.reply = WithCursorId(replies.front(), 0, &out.cursors_to_kill);
+        out.kill_db = ns.db;
+        out.kill_collection = ns.collection;
+        return out;
+      };
+    }
+    return plan;
+  }
+
+  // A copy of a cursor reply with cursor.id set to `id`; a non-zero
+  // original id goes to `replaced`.
+  static Doc WithCursorId(const Doc& reply, int64_t id, std::vector<int64_t>* replaced) {
+    Doc out;
+    bson_iter_t it;
+    bson_iter_init(&it, reply.get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (key != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        AppendValue(out.mut(), key, it);
+        continue;
+      }
+      bson_t cursor;
+      bson_iter_t child;
+      bson_append_document_begin(out.mut(), "cursor", -1, &cursor);
+      bson_iter_recurse(&it, &child);
+      while (bson_iter_next(&child)) {
+        if (std::string_view(bson_iter_key(&child)) == "id") {
+          if (int64_t original = bson_iter_as_int64(&child)) replaced->push_back(original);
+          BSON_APPEND_INT64(&cursor, "id", id);
+        } else {
+          AppendValue(&cursor, bson_iter_key(&child), child);
+        }
+      }
+      bson_append_document_end(out.mut(), &cursor);
+    }
+    return out;
   }
 
   Plan GetMore() const {
@@ -238,13 +283,28 @@ class AttributeRewriter {
     return WithUnfoldedCursor(std::move(backend));
   }
 
-  Plan Aggregate() const {
+  std::optional<Plan> Aggregate() const {
     auto pipeline_iter = Find(command_.body.get(), "pipeline");
     if (!pipeline_iter || !BSON_ITER_HOLDS_ARRAY(&*pipeline_iter))
       return ImmediateReply(ErrorReply(kFailedToParse, "FailedToParse", "aggregate needs a 'pipeline' array"));
     std::vector<Doc> stages = ArrayDocuments(*pipeline_iter);
     std::vector<Doc> pipeline;
     size_t i = 0;
+    if (!stages.empty()) {
+      bson_iter_t first;
+      bson_iter_init(&first, stages[0].get());
+      bson_iter_next(&first);
+      std::string_view stage = bson_iter_key(&first);
+      // About the collection or its change events, not its documents.
+      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" ||
+          stage == "$planCacheStats")
+        return std::nullopt;
+      // Must stay first; the documents they produce are unfolded after.
+      if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+        pipeline.push_back(stages[0]);
+        i = 1;
+      }
+    }
     for (; i < stages.size(); ++i) {  // leading $match stages use the index
       std::optional<Doc> match = FindDocument(stages[i].get(), "$match");
       if (!match) break;
@@ -353,7 +413,11 @@ class AttributeRewriter {
     if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents))
       return ImmediateReply(ErrorReply(kFailedToParse, "FailedToParse", "insert needs a 'documents' array"));
     std::vector<Doc> folded;
-    for (const Doc& doc : ArrayDocuments(*documents)) folded.push_back(FoldAttributes(a_, doc.get()));
+    for (const Doc& doc : ArrayDocuments(*documents)) {
+      std::string error;
+      folded.push_back(FoldAttributes(a_, doc.get(), &error));
+      if (!error.empty()) return Refuse(kBadValue, "BadValue", error);
+    }
     Plan plan = Passed(Rebuilt({}));
     // The documents travel as a document sequence, like the client's.
     Doc body;
@@ -371,14 +435,24 @@ class AttributeRewriter {
     Doc value;  // {v: <the operator's argument>}, owned: the update may go away
   };
 
+  struct Refusal {
+    int code;
+    std::string code_name;
+    std::string message;
+  };
+
   // Splits update operators into those on fixed fields and attribute ops.
-  std::optional<std::string> SplitUpdate(const Doc& u, Doc& fixed, std::vector<AttributeOp>& ops) const {
+  std::optional<Refusal> SplitUpdate(const Doc& u, Doc& fixed, std::vector<AttributeOp>& ops) const {
+    auto illegal = [](std::string message) {
+      return Refusal{kIllegalOperation, "IllegalOperation", std::move(message)};
+    };
     static const std::vector<std::string> kSupported = {"$set", "$unset", "$inc", "$min", "$max", "$mul"};
     bson_iter_t op_it;
     bson_iter_init(&op_it, u.get());
     while (bson_iter_next(&op_it)) {
       std::string op = bson_iter_key(&op_it);
-      if (!BSON_ITER_HOLDS_DOCUMENT(&op_it)) return "update operator '" + op + "' needs a document";
+      if (!BSON_ITER_HOLDS_DOCUMENT(&op_it))
+        return Refusal{kFailedToParse, "FailedToParse", "update operator '" + op + "' needs a document"};
       Doc fixed_part;
       bson_iter_t field;
       bson_iter_recurse(&op_it, &field);
@@ -386,16 +460,27 @@ class AttributeRewriter {
         std::string path = bson_iter_key(&field);
         std::string name = FirstComponent(path);
         if (path == a_.array_field || name == a_.array_field)
-          return "update of '" + a_.array_field + "' itself is not supported: update the attributes by name";
+          return illegal("update of '" + a_.array_field +
+                         "' itself is not supported: update the attributes by name");
         if (!a_.IsAttribute(name)) {
           AppendValue(fixed_part.mut(), path, field);
           continue;
         }
         if (std::find(kSupported.begin(), kSupported.end(), op) == kSupported.end())
-          return "update operator '" + op + "' on attribute '" + name + "' is not supported "
-                 "(supported: $set, $unset, $inc, $min, $max, $mul)";
+          return illegal("update operator '" + op + "' on attribute '" + name +
+                         "' is not supported (supported: $set, $unset, $inc, $min, $max, $mul)");
         if (path != name)
-          return "update of '" + path + "' inside attribute '" + name + "' is not supported: set the whole attribute";
+          return illegal("update of '" + path + "' inside attribute '" + name +
+                         "' is not supported: set the whole attribute");
+        if ((op == "$inc" || op == "$mul") && !BSON_ITER_HOLDS_NUMBER(&field)) {
+          Doc shown;
+          AppendValue(shown.mut(), "v", field);
+          std::string json = shown.ToRelaxedJson();  // { "v" : <value> }
+          std::string value = json.substr(8, json.size() - 10);
+          return Refusal{14, "TypeMismatch",
+                         "Cannot " + std::string(op == "$inc" ? "increment" : "multiply") +
+                             " with non-numeric argument: {" + name + ": " + value + "}"};
+        }
         Doc value;
         AppendValue(value.mut(), "v", field);
         ops.push_back({op, name, std::move(value)});
@@ -425,14 +510,25 @@ class AttributeRewriter {
         return Refuse(kIllegalOperation, "IllegalOperation",
                       "pipeline updates are not supported on an attribute collection");
       std::optional<Doc> u_doc = FindDocument(statement.get(), "u");
-      if (!IsOperatorUpdate(*u_doc)) {  // a replacement: fold it
-        rewritten.push_back(Replaced(out, "u", FoldAttributes(a_, u_doc->get())));
+      if (!IsOperatorUpdate(*u_doc)) {  // a replacement: fold it (an upsert inserts it as is)
+        std::string error;
+        Doc folded = FoldAttributes(a_, u_doc->get(), &error);
+        if (!error.empty()) return Refuse(kBadValue, "BadValue", error);
+        rewritten.push_back(Replaced(out, "u", folded));
         continue;
       }
+      // An upsert seeds the new document from the filter's equalities, which
+      // are $elemMatch clauses here: the attributes would not get in.
+      if (FindBool(statement.get(), "upsert").value_or(false) && MentionsAttributeDeep(statement, "q"))
+        return Refuse(kIllegalOperation, "IllegalOperation",
+                      "upsert with a filter on attributes is not supported (the inserted document "
+                      "would not get them)");
       Doc fixed;
       std::vector<AttributeOp> statement_ops;
-      if (auto error = SplitUpdate(*u_doc, fixed, statement_ops))
-        return Refuse(kIllegalOperation, "IllegalOperation", *error);
+      if (auto refusal = SplitUpdate(*u_doc, fixed, statement_ops)) {
+        if (refusal->code == 14) return WriteErrorReply(i, refusal->code, refusal->message);
+        return Refuse(refusal->code, refusal->code_name, refusal->message);
+      }
       if (statement_ops.empty()) {
         rewritten.push_back(std::move(out));
         continue;
@@ -453,6 +549,28 @@ class AttributeRewriter {
       return plan;
     }
     return AttributeUpdate(statements[*attribute_statement], fixed_ops, ops);
+  }
+
+  // Whether the filter under `key` names an attribute anywhere.
+  bool MentionsAttributeDeep(const Doc& doc, const char* key) const {
+    std::optional<Doc> filter = FindDocument(doc.get(), key);
+    if (!filter) return false;
+    FilterRewrite rewritten = RewriteAttributeFilter(a_, filter->get());
+    return !(rewritten.filter == *filter);
+  }
+
+  // What mongod answers for a statement it rejects: a write error at the
+  // statement's index, nothing changed.
+  static Plan WriteErrorReply(size_t index, int code, const std::string& message) {
+    Doc reply, error;
+    BSON_APPEND_INT32(reply.mut(), "n", 0);
+    BSON_APPEND_INT32(reply.mut(), "nModified", 0);
+    BSON_APPEND_INT32(error.mut(), "index", static_cast<int32_t>(index));
+    BSON_APPEND_INT32(error.mut(), "code", code);
+    AppendString(error.mut(), "errmsg", message);
+    AppendArray(reply.mut(), "writeErrors", {error});
+    BSON_APPEND_DOUBLE(reply.mut(), "ok", 1.0);
+    return ImmediateReply(std::move(reply));
   }
 
   static bool IsOperatorUpdate(const Doc& u) {
@@ -500,7 +618,7 @@ class AttributeRewriter {
     const Doc fixed_copy = fixed_ops;
     std::vector<std::tuple<std::string, std::string, Doc>> op_values;  // op, name, {v: value}
     for (const auto& op : ops) op_values.emplace_back(op.op, op.name, op.value);
-    plan.then = [rule, command, statement_copy, fixed_copy, op_values](std::span<const Doc> replies) {
+    plan.then = [rule, command, statement_copy, fixed_copy, op_values, multi](std::span<const Doc> replies) {
       std::vector<BackendCommand> next;
       std::vector<Doc> ids = PinnedIds(replies.front());
       if (ids.empty() || ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) return next;
@@ -554,7 +672,7 @@ class AttributeRewriter {
         Doc ensure_statement;
         AppendDoc(ensure_statement.mut(), "q", q_missing);
         AppendDoc(ensure_statement.mut(), "u", push);
-        BSON_APPEND_BOOL(ensure_statement.mut(), "multi", true);
+        BSON_APPEND_BOOL(ensure_statement.mut(), "multi", multi);
         statements.push_back(std::move(ensure_statement));
         // 3. the operator on that pair
         const std::string filter_name = "remold" + std::to_string(i);
@@ -574,13 +692,11 @@ class AttributeRewriter {
         Doc apply_statement;
         AppendDoc(apply_statement.mut(), "q", pinned);
         AppendDoc(apply_statement.mut(), "u", apply);
-        BSON_APPEND_BOOL(apply_statement.mut(), "multi", true);
+        BSON_APPEND_BOOL(apply_statement.mut(), "multi", multi);
         std::vector<Doc> all_filters = filters;
         if (auto client_filters = ::remold::Find(statement_copy.get(), "arrayFilters"))
           for (Doc& f : ArrayDocuments(*client_filters)) all_filters.push_back(std::move(f));
         if (!all_filters.empty()) AppendArray(apply_statement.mut(), "arrayFilters", all_filters);
-        if (auto collation = ::remold::Find(statement_copy.get(), "collation"))
-          AppendValue(apply_statement.mut(), "collation", *collation);
         statements.push_back(std::move(apply_statement));
       }
       if (!unset.empty()) {
@@ -596,7 +712,7 @@ class AttributeRewriter {
         Doc pull_statement;
         AppendDoc(pull_statement.mut(), "q", pinned);
         AppendDoc(pull_statement.mut(), "u", pull);
-        BSON_APPEND_BOOL(pull_statement.mut(), "multi", true);
+        BSON_APPEND_BOOL(pull_statement.mut(), "multi", multi);
         statements.push_back(std::move(pull_statement));
       }
       BackendCommand update;
@@ -653,6 +769,7 @@ class AttributeRewriter {
       }
       write_concern_error = FindDocument(update.get(), "writeConcernError");
     }
+    if (write_error) n = modified = 0;  // the statement failed: nothing counts
     BSON_APPEND_INT32(r, "n", static_cast<int32_t>(n));
     BSON_APPEND_INT32(r, "nModified", static_cast<int32_t>(std::min(n, modified)));
     if (write_error) AppendArray(r, "writeErrors", {*write_error});
@@ -681,8 +798,8 @@ class AttributeRewriter {
       } else {
         Doc fixed;
         std::vector<AttributeOp> ops;
-        if (auto error = SplitUpdate(*update, fixed, ops))
-          return Refuse(kIllegalOperation, "IllegalOperation", *error);
+        if (auto refusal = SplitUpdate(*update, fixed, ops))
+          return Refuse(refusal->code, refusal->code_name, refusal->message);
         if (!ops.empty())
           return Refuse(kIllegalOperation, "IllegalOperation",
                         "findAndModify cannot change attributes; use updateOne, then find");

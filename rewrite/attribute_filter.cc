@@ -40,6 +40,17 @@ bool ArrayHasNull(const bson_iter_t& array) {
   return false;
 }
 
+bool ArrayAllNull(const bson_iter_t& array) {
+  bson_iter_t child, copy = array;
+  if (!bson_iter_recurse(&copy, &child)) return false;
+  bool any = false;
+  while (bson_iter_next(&child)) {
+    if (!IsNull(child)) return false;
+    any = true;
+  }
+  return any;
+}
+
 bool IsOperatorDocument(const bson_iter_t& value) {
   if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return false;
   bson_iter_t child, copy = value;
@@ -158,6 +169,13 @@ class Rewriter {
       std::string_view name_op = bson_iter_key(&op);
       if (name_op == "$eq" && IsNull(op)) {
         clauses.push_back(NullClause(name, path));
+      } else if ((name_op == "$gte" || name_op == "$lte") && IsNull(op)) {
+        // A null bound includes null, which a missing field compares equal to.
+        Doc bound;
+        AppendValue(bound.mut(), name_op, op);
+        clauses.push_back(Or(Missing(name, path), Pair(name, path, nullptr, &bound)));
+      } else if (name_op == "$all" && BSON_ITER_HOLDS_ARRAY(&op) && ArrayAllNull(op)) {
+        clauses.push_back(NullClause(name, path));
       } else if (name_op == "$in" && BSON_ITER_HOLDS_ARRAY(&op) && ArrayHasNull(op)) {
         Doc in;
         AppendValue(in.mut(), "$in", op);
@@ -201,7 +219,7 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
   return out;
 }
 
-Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc) {
+Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc, std::string* error) {
   Doc out;
   std::vector<Doc> pairs;
   std::optional<bson_iter_t> existing;
@@ -222,6 +240,9 @@ Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc) {
   }
   if (existing && !BSON_ITER_HOLDS_ARRAY(&*existing)) {
     AppendValue(out.mut(), rule.array_field, *existing);  // not ours to reshape
+    if (!pairs.empty() && error)
+      *error = "field '" + rule.array_field + "' is not an array, so the attributes of this "
+               "document have nowhere to go";
     return out;
   }
   if (pairs.empty() && !existing) return out;
@@ -264,7 +285,9 @@ Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
     bson_init_static(&pair, data, length);
     auto key = FindString(&pair, rule.key_name);
     auto value = Find(&pair, rule.value_name);
-    if (!key || !value || Find(doc, *key) || !seen.insert(*key).second) return Doc::FromBson(doc);
+    if (!key || !value || bson_count_keys(&pair) != 2 || Find(doc, *key) ||
+        !seen.insert(*key).second)
+      return Doc::FromBson(doc);
     fields.emplace_back(*key, *value);
   }
   Doc out;

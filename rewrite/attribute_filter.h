@@ -28,8 +28,9 @@ struct FilterRewrite {
 FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter);
 
 // A client document with its attributes folded into the array (after any
-// pairs the document already carries there).
-Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc);
+// pairs the document already carries there). When the document's array
+// field is not an array, its attributes cannot be folded: `error` says so.
+Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc, std::string* error = nullptr);
 
 // Which attributes a read returns, from the client's projection.
 struct AttributeProjection {
@@ -39,7 +40,8 @@ struct AttributeProjection {
 };
 
 // A stored document with its pairs unfolded back into fields (kept as the
-// array when any pair is malformed, so nothing is lost).
+// array when any pair is not exactly {key: string, value}, or a name repeats
+// or clashes with a field, so nothing is lost).
 Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
                      const AttributeProjection& projection = {});
 

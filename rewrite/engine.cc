@@ -8,14 +8,23 @@ namespace {
 
 // Inside a transaction only the first command may carry startTransaction
 // and readConcern; later commands of the same plan continue it.
+void Continue(BackendCommand& command) {
+  Doc& body = command.body;
+  if (!Find(body.get(), "startTransaction")) return;
+  Doc trimmed;
+  bson_copy_to_excluding_noinit(body.get(), trimmed.mut(), "startTransaction", "readConcern",
+                                nullptr);
+  body = std::move(trimmed);
+}
+
 void ContinueTransaction(Plan& plan) {
-  for (size_t i = 1; i < plan.commands.size(); ++i) {
-    Doc& body = plan.commands[i].body;
-    if (!Find(body.get(), "startTransaction")) continue;
-    Doc trimmed;
-    bson_copy_to_excluding_noinit(body.get(), trimmed.mut(), "startTransaction", "readConcern",
-                                  nullptr);
-    body = std::move(trimmed);
+  for (size_t i = 1; i < plan.commands.size(); ++i) Continue(plan.commands[i]);
+  if (plan.then && !plan.commands.empty()) {  // what follows is never first
+    plan.then = [then = std::move(plan.then)](std::span<const Doc> replies) {
+      std::vector<BackendCommand> commands = then(replies);
+      for (BackendCommand& command : commands) Continue(command);
+      return commands;
+    };
   }
 }
 

@@ -460,5 +460,207 @@ TEST(RuleLoader, GranularityUnits) {
   }
 }
 
+
+// ---------------------------------------------------------------------------
+// Attribute rules
+
+// A valid attribute rule; tests break one thing at a time (line numbers:
+// namespace 1, pattern 2, attribute 3, except 4).
+const char* kAttribute = R"(namespace: shop.products
+pattern: attribute
+attribute:
+  except: [name, price, category]
+)";
+
+TEST(AttributeRuleLoader, DefaultsWithExcept) {
+  RuleLoadResult result = LoadRuleText(kAttribute, "products.yaml");
+  ASSERT_TRUE(result.errors.empty()) << result.errors.front();
+  ASSERT_TRUE(result.rules);
+  const Rule* rule = result.rules->Find("shop", "products");
+  ASSERT_TRUE(rule);
+  EXPECT_EQ(rule->name, "products");
+  const auto& a = std::get<AttributeRule>(rule->pattern);
+  EXPECT_EQ(a.logical, (Namespace{"shop", "products"}));
+  EXPECT_EQ(a.array_field, "specs");
+  EXPECT_EQ(a.key_name, "k");
+  EXPECT_EQ(a.value_name, "v");
+  EXPECT_TRUE(a.fields.empty());
+  EXPECT_EQ(a.except, (std::vector<std::string>{"name", "price", "category"}));
+  EXPECT_TRUE(a.unfold);
+  EXPECT_TRUE(a.fix_elem_match);
+  // except mode: everything but _id, the array and the fixed fields.
+  EXPECT_TRUE(a.IsAttribute("ram_gb"));
+  EXPECT_FALSE(a.IsAttribute("name"));
+  EXPECT_FALSE(a.IsAttribute("_id"));
+  EXPECT_FALSE(a.IsAttribute("specs"));
+  EXPECT_FALSE(a.IsAttribute("$and"));
+}
+
+TEST(AttributeRuleLoader, ValidRuleWithEveryOption) {
+  TempDir dir;
+  std::string source = dir.Write("catalog.yaml", R"(namespace: shop.catalog
+pattern: attribute
+attribute:
+  array: props
+  key: name
+  value: val
+  fields: [ram_gb, screen_in, watts]
+  unfold: false
+  fix_elem_match: false
+)");
+  dir.Write("products.yml", kAttribute);
+  RuleLoadResult result = LoadRuleDirectory(dir.path().string());
+  ASSERT_TRUE(result.errors.empty()) << result.errors.front();
+  ASSERT_TRUE(result.rules);
+  ASSERT_EQ(result.rules->rules().size(), 2u);
+  const Rule* rule = result.rules->Find("shop", "catalog");
+  ASSERT_TRUE(rule);
+  EXPECT_EQ(rule->name, "catalog");
+  EXPECT_EQ(rule->source, source);
+  const auto& a = std::get<AttributeRule>(rule->pattern);
+  EXPECT_EQ(a.logical, (Namespace{"shop", "catalog"}));
+  EXPECT_EQ(a.array_field, "props");
+  EXPECT_EQ(a.key_name, "name");
+  EXPECT_EQ(a.value_name, "val");
+  EXPECT_EQ(a.fields, (std::vector<std::string>{"ram_gb", "screen_in", "watts"}));
+  EXPECT_TRUE(a.except.empty());
+  EXPECT_FALSE(a.unfold);
+  EXPECT_FALSE(a.fix_elem_match);
+  // fields mode: only the listed fields.
+  EXPECT_TRUE(a.IsAttribute("watts"));
+  EXPECT_FALSE(a.IsAttribute("color"));
+  EXPECT_FALSE(a.IsAttribute("props"));
+  EXPECT_FALSE(a.IsAttribute("_id"));
+  ASSERT_TRUE(result.rules->Find("shop", "products"));
+  EXPECT_TRUE(std::holds_alternative<AttributeRule>(result.rules->Find("shop", "products")->pattern));
+}
+
+TEST(AttributeRuleLoader, ExplicitTrueBooleans) {
+  RuleLoadResult result = LoadRuleText(std::string(kAttribute) +
+                                           "  unfold: true\n  fix_elem_match: true\n",
+                                       "r.yaml");
+  ASSERT_TRUE(result.errors.empty()) << result.errors.front();
+  const auto& a = std::get<AttributeRule>(result.rules->rules()[0].pattern);
+  EXPECT_TRUE(a.unfold);
+  EXPECT_TRUE(a.fix_elem_match);
+}
+
+TEST(AttributeRuleLoader, UnknownKey) {
+  ExpectMessage(OneError(std::string(kAttribute) + "  arrey: props\n"), 5,
+                {"unknown key 'arrey'", "'attribute'", "expected one of:", "array", "except",
+                 "fields", "fix_elem_match", "key", "unfold", "value"});
+}
+
+TEST(AttributeRuleLoader, MissingSection) {
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\n"), 1,
+                {"missing 'attribute' section"});
+}
+
+TEST(AttributeRuleLoader, SectionNotAMapping) {
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute: [specs]\n"), 3,
+                {"'attribute' must be a mapping"});
+}
+
+TEST(AttributeRuleLoader, BucketSectionInAttributeRule) {
+  ExpectMessage(OneError(std::string(kAttribute) + "bucket:\n  collection: b\n"), 5,
+                {"section 'bucket' does not belong to pattern 'attribute'"});
+}
+
+TEST(AttributeRuleLoader, AttributeSectionInBucketRule) {
+  ExpectMessage(OneError(std::string(kValid) + "attribute:\n  except: [name]\n"), 10,
+                {"section 'attribute' does not belong to pattern 'bucket'"});
+}
+
+TEST(AttributeRuleLoader, BothFieldsAndExcept) {
+  ExpectMessage(OneError(std::string(kAttribute) + "  fields: [ram_gb]\n"), 4,
+                {"either 'fields'", "'except'", "not both"});
+}
+
+TEST(AttributeRuleLoader, NeitherFieldsNorExcept) {
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  array: specs\n"),
+                4, {"either 'fields'", "'except'", "not neither"});
+}
+
+TEST(AttributeRuleLoader, EmptyFields) {
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  fields: []\n"),
+                4, {"'fields' must list at least one attribute"});
+}
+
+TEST(AttributeRuleLoader, FieldsNotAList) {
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  fields: ram_gb\n"),
+                4, {"'fields' must be a list of field names"});
+}
+
+TEST(AttributeRuleLoader, KeyEqualsValue) {
+  ExpectMessage(OneError(std::string(kAttribute) + "  key: name\n  value: name\n"), 6,
+                {"'key' and 'value' must be different names"});
+  // The defaults count too: key: v collides with the default value name.
+  ExpectMessage(OneError(std::string(kAttribute) + "  key: v\n"), 4,
+                {"'key' and 'value' must be different names"});
+}
+
+TEST(AttributeRuleLoader, IdCannotBeAnAttribute) {
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  fields: [ram_gb, _id]\n"),
+                4, {"'_id' cannot be an attribute"});
+}
+
+TEST(AttributeRuleLoader, ArrayCannotBeAnAttribute) {
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  fields: [ram_gb, specs]\n"),
+                4, {"'specs' cannot be an attribute"});
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  array: props\n  fields: [props]\n"),
+                5, {"'props' cannot be an attribute"});
+}
+
+TEST(AttributeRuleLoader, BadBool) {
+  for (const char* value : {"yes", "1", "maybe", "[true]"}) {
+    SCOPED_TRACE(value);
+    ExpectMessage(OneError(std::string(kAttribute) + "  unfold: " + value + "\n"), 5,
+                  {"'unfold' must be true or false"});
+    ExpectMessage(OneError(std::string(kAttribute) + "  fix_elem_match: " + value + "\n"), 5,
+                  {"'fix_elem_match' must be true or false"});
+  }
+}
+
+TEST(AttributeRuleLoader, BadNames) {
+  struct Case {
+    const char* line;
+    const char* what;
+  };
+  for (const Case& c : {Case{"  array: a.b\n", "array 'a.b'"}, Case{"  array: $specs\n", "array '$specs'"},
+                        Case{"  key: k.x\n", "key 'k.x'"}, Case{"  value: $v\n", "value '$v'"},
+                        Case{"  array: ''\n", "array ''"}}) {
+    SCOPED_TRACE(c.line);
+    ExpectMessage(OneError(std::string(kAttribute) + c.line), 5, {c.what, "top-level field name"});
+  }
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  fields: [dims.w]\n"),
+                4, {"attribute field 'dims.w'", "top-level field name"});
+  ExpectMessage(OneError("namespace: shop.products\npattern: attribute\nattribute:\n"
+                         "  except: [$name]\n"),
+                4, {"fixed field '$name'", "top-level field name"});
+}
+
+TEST(AttributeRuleLoader, NamespaceOfABucketCollection) {
+  // An attribute rule on a bucket rule's bucket collection would rewrite the
+  // bucket documents the bucket rule writes.
+  TempDir dir;
+  dir.Write("a.yaml", kValid);
+  dir.Write("b.yaml", "namespace: iot.readings_buckets\npattern: attribute\nattribute:\n"
+                      "  except: [sensor]\n");
+  RuleLoadResult result = LoadRuleDirectory(dir.path().string());
+  EXPECT_EQ(result.rules, nullptr);
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_NE(result.errors[0].find("bucket collection 'iot.readings_buckets' is itself the logical "
+                                  "namespace of a rule"),
+            std::string::npos)
+      << result.errors[0];
+}
+
 }  // namespace
 }  // namespace remold
