@@ -63,6 +63,30 @@ class AttributeRewriter {
     return std::nullopt;
   }
 
+  // Projection operators that exist only in find ($slice, $elemMatch,
+  // positional "f.$") cannot run in the unfolding aggregate.
+  std::optional<std::string> FindOnlyProjection(const std::optional<Doc>& projection) const {
+    if (!projection) return std::nullopt;
+    bson_iter_t it;
+    bson_iter_init(&it, projection->get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (!a_.IsAttribute(FirstComponent(key))) continue;
+      bool positional = key.size() >= 2 && key.substr(key.size() - 2) == ".$";
+      bool operator_value = false;
+      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_iter_t child, copy = it;
+        operator_value = bson_iter_recurse(&copy, &child) && bson_iter_next(&child) &&
+                         (std::string_view(bson_iter_key(&child)) == "$slice" ||
+                          std::string_view(bson_iter_key(&child)) == "$elemMatch");
+      }
+      if (positional || operator_value)
+        return "projection '" + std::string(key) + "' uses a find-only operator ($slice, "
+               "$elemMatch or positional $) on an attribute, which is not supported";
+    }
+    return std::nullopt;
+  }
+
   bool MentionsAttribute(const std::optional<Doc>& spec) const {
     if (!spec) return false;
     bson_iter_t it;
@@ -74,15 +98,23 @@ class AttributeRewriter {
 
   // The stages that present stored documents as the application wrote them.
   std::vector<Doc> UnfoldStages() const {
-    const std::string array = "$" + a_.array_field;
+    // A document without the array has no attributes: [] rather than missing.
+    Doc array;
+    bson_t if_null;
+    BSON_APPEND_ARRAY_BEGIN(array.mut(), "$ifNull", &if_null);
+    BSON_APPEND_UTF8(&if_null, "0", ("$" + a_.array_field).c_str());
+    bson_t empty;
+    BSON_APPEND_ARRAY_BEGIN(&if_null, "1", &empty);
+    bson_append_array_end(&if_null, &empty);
+    bson_append_array_end(array.mut(), &if_null);
     Doc pairs;
     if (a_.key_name == "k" && a_.value_name == "v") {
-      AppendString(pairs.mut(), "$arrayToObject", array);
+      AppendDoc(pairs.mut(), "$arrayToObject", array);
     } else {
       Doc map, in;
       AppendString(in.mut(), "k", "$$p." + a_.key_name);
       AppendString(in.mut(), "v", "$$p." + a_.value_name);
-      AppendString(map.mut(), "input", array);
+      AppendDoc(map.mut(), "input", array);
       AppendString(map.mut(), "as", "p");
       AppendDoc(map.mut(), "in", in);
       Doc map_expr;
@@ -194,6 +226,8 @@ class AttributeRewriter {
                           a_.array_field + "')");
       return WithUnfoldedCursor(Rebuilt({{"filter", filter}}));
     }
+    if (auto problem = FindOnlyProjection(projection))
+      return Refuse(kIllegalOperation, "IllegalOperation", *problem);
     // Sort or projection on attributes: an aggregate that unfolds first.
     for (const char* unsupported : {"tailable", "awaitData", "min", "max", "returnKey",
                                     "showRecordId", "noCursorTimeout"}) {
@@ -580,17 +614,29 @@ class AttributeRewriter {
 
   // An update that changes attributes, safe under concurrent writers:
   //  1. read the _ids the filter matches (one for updateOne);
-  //  2. for each attribute, push a neutral pair where it is missing
-  //     ($set/$min/$max: the value; $inc/$mul: 0), so it exists;
-  //  3. one statement applies every operator, attributes through
-  //     arrayFilters on their pairs, to exactly those _ids;
-  //  4. $unset attributes are pulled.
-  // A concurrent writer adding the same attribute between 2 and 3 finds it
-  // present and skips its push; both operators then apply, none is lost.
+  //  2. push a neutral pair for each changed attribute where it is missing
+  //     ($set/$min/$max: the value; $inc/$mul: 0), to those _ids that still
+  //     match the filter;
+  //  3. the client's write: one statement applies every operator (the
+  //     attributes through arrayFilters on their pairs) to those _ids that
+  //     still match the filter, so a conditional update stays atomic;
+  //  4. pull the $unset attributes from those _ids.
+  // Steps 2 and 4 are idempotent and carry no txnNumber outside a
+  // transaction; step 3 carries the client's, so a retry is recognised.
+  // A filter that tests the absence of an attribute the update changes is
+  // refused: step 2 would change its answer.
   Plan AttributeUpdate(const Doc& statement, const Doc& fixed_ops,
                        const std::vector<AttributeOp>& ops) const {
     const bson_t* s = statement.get();
     const bool multi = FindBool(s, "multi").value_or(false);
+    std::optional<Doc> client_filter = FindDocument(s, "q");
+    for (const AttributeOp& op : ops) {
+      if (op.op != "$unset" && client_filter && TestsAbsence(client_filter->get(), op.name, false))
+        return Refuse(kIllegalOperation, "IllegalOperation",
+                      "an update whose filter tests the absence of attribute '" + op.name +
+                          "' ($exists: false, null, $ne, $nin, $not, $nor) while changing it is "
+                          "not supported");
+    }
     Doc q;
     Filter(s, "q", q);
     BackendCommand find;
@@ -608,37 +654,112 @@ class AttributeRewriter {
     CopyGenericArguments(command_, ArgumentTarget::kRead, body);
     AppendString(body, "$db", a_.logical.db);
 
+    UpdateSteps steps{a_, command_, statement, q, fixed_ops, ops, multi};
     Plan plan;
     plan.ensure.push_back(EnsureAttributeIndex(a_));
     plan.commands.push_back(std::move(find));
     plan.stop_on_write_errors = true;
-    const AttributeRule rule = a_;
-    const Command command = command_;
-    const Doc statement_copy = statement;
-    const Doc fixed_copy = fixed_ops;
-    std::vector<std::tuple<std::string, std::string, Doc>> op_values;  // op, name, {v: value}
-    for (const auto& op : ops) op_values.emplace_back(op.op, op.name, op.value);
-    plan.then = [rule, command, statement_copy, fixed_copy, op_values, multi](std::span<const Doc> replies) {
+    plan.then = [steps](std::span<const Doc> replies) { return steps.Commands(replies); };
+    plan.shape = [steps](std::span<const Doc> replies) { return steps.Shape(replies); };
+    return plan;
+  }
+
+  // Whether `filter` can match a document because attribute `name` is
+  // missing (negated forms, null, $exists: false, anything under $nor).
+  bool TestsAbsence(const bson_t* filter, const std::string& name, bool negated) const {
+    bson_iter_t it;
+    bson_iter_init(&it, filter);
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if ((key == "$and" || key == "$or" || key == "$nor") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        for (const Doc& branch : ArrayDocuments(it))
+          if (TestsAbsence(branch.get(), name, negated || key == "$nor")) return true;
+        continue;
+      }
+      if (FirstComponent(key) != name) continue;
+      if (negated || BSON_ITER_HOLDS_NULL(&it)) return true;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
+      bson_iter_t op, copy = it;
+      bson_iter_recurse(&copy, &op);
+      while (bson_iter_next(&op)) {
+        std::string_view o = bson_iter_key(&op);
+        if (o == "$ne" || o == "$nin" || o == "$not" || BSON_ITER_HOLDS_NULL(&op)) return true;
+        if (o == "$exists" && !bson_iter_as_bool(&op)) return true;
+        if (o == "$in" && BSON_ITER_HOLDS_ARRAY(&op)) {
+          bson_iter_t v, in_copy = op;
+          bson_iter_recurse(&in_copy, &v);
+          while (bson_iter_next(&v))
+            if (BSON_ITER_HOLDS_NULL(&v)) return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // Steps 2-4 of AttributeUpdate, built from the _ids step 1 found, and
+  // the client's reply from all their replies. Holds copies: it outlives
+  // the rewrite.
+  struct UpdateSteps {
+    AttributeRule rule;
+    Command command;
+    Doc statement;
+    Doc filter;  // the rewritten client filter
+    Doc fixed_ops;
+    std::vector<AttributeOp> ops;
+    bool multi;
+
+    bool HasPushes() const {
+      return std::any_of(ops.begin(), ops.end(), [](const AttributeOp& o) { return o.op != "$unset"; });
+    }
+    bool HasPulls() const {
+      return std::any_of(ops.begin(), ops.end(), [](const AttributeOp& o) { return o.op == "$unset"; });
+    }
+    bool HasApply() const { return HasPushes() || !fixed_ops.empty(); }
+
+    Doc Pinned(const std::vector<Doc>& ids, bool still_matching) const {
+      Doc in, by_id;
+      bson_t array;
+      BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        bson_iter_t id;
+        bson_iter_init_find(&id, ids[i].get(), "_id");
+        AppendValue(&array, std::to_string(i), id);
+      }
+      bson_append_array_end(in.mut(), &array);
+      AppendDoc(by_id.mut(), "_id", in);
+      if (!still_matching || filter.empty()) return by_id;
+      Doc both;
+      AppendArray(both.mut(), "$and", {by_id, filter});
+      return both;
+    }
+
+    BackendCommand UpdateCommand(std::vector<Doc> statements, ArgumentTarget target) const {
+      BackendCommand update;
+      bson_t* body = update.body.mut();
+      AppendString(body, "update", rule.logical.collection);
+      BSON_APPEND_BOOL(body, "ordered", true);
+      CopyGenericArguments(command, target, body);
+      AppendString(body, "$db", rule.logical.db);
+      update.sequence_id = "updates";
+      update.sequence = std::move(statements);
+      return update;
+    }
+
+    static Doc Statement(const Doc& q, const Doc& u, bool multi) {
+      Doc statement;
+      AppendDoc(statement.mut(), "q", q);
+      AppendDoc(statement.mut(), "u", u);
+      BSON_APPEND_BOOL(statement.mut(), "multi", multi);
+      return statement;
+    }
+
+    std::vector<BackendCommand> Commands(std::span<const Doc> replies) const {
       std::vector<BackendCommand> next;
       std::vector<Doc> ids = PinnedIds(replies.front());
       if (ids.empty() || ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) return next;
-      Doc pinned;
-      {
-        Doc in;
-        bson_t array;
-        BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
-        for (size_t i = 0; i < ids.size(); ++i) {
-          bson_iter_t id;
-          bson_iter_init_find(&id, ids[i].get(), "_id");
-          AppendValue(&array, std::to_string(i), id);
-        }
-        bson_append_array_end(in.mut(), &array);
-        AppendDoc(pinned.mut(), "_id", in);
-      }
-      std::vector<Doc> statements;
-      Doc apply;            // step 3's update document
-      std::vector<Doc> filters;
-      std::vector<std::string> unset;
+      const Doc still_matching = Pinned(ids, true);
+
+      std::vector<Doc> pushes;
       std::vector<std::pair<std::string, Doc>> by_op;  // op -> {path: value}
       auto op_doc = [&](const std::string& op) -> Doc& {
         for (auto& [name, doc] : by_op)
@@ -646,139 +767,128 @@ class AttributeRewriter {
         by_op.emplace_back(op, Doc());
         return by_op.back().second;
       };
-      for (size_t i = 0; i < op_values.size(); ++i) {
-        const auto& [op, name, value] = op_values[i];
+      std::vector<Doc> array_filters;
+      std::vector<std::string> unset;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const AttributeOp& op = ops[i];
         bson_iter_t v;
-        bson_iter_init_find(&v, value.get(), "v");
-        if (op == "$unset") {
-          unset.push_back(name);
+        bson_iter_init_find(&v, op.value.get(), "v");
+        if (op.op == "$unset") {
+          unset.push_back(op.name);
           continue;
         }
-        // 2. push a neutral pair where the attribute is missing
-        Doc pair;
-        AppendString(pair.mut(), rule.key_name, name);
-        if (op == "$inc" || op == "$mul") BSON_APPEND_INT32(pair.mut(), rule.value_name.c_str(), 0);
+        Doc pair, pair_match, elem, has, missing, q, push_field, push;
+        AppendString(pair.mut(), rule.key_name, op.name);
+        if (op.op == "$inc" || op.op == "$mul") BSON_APPEND_INT32(pair.mut(), rule.value_name.c_str(), 0);
         else AppendValue(pair.mut(), rule.value_name, v);
-        Doc missing_q, pair_match, elem, nor_clause, push, push_field;
-        AppendString(pair_match.mut(), rule.key_name, name);
+        AppendString(pair_match.mut(), rule.key_name, op.name);
         AppendDoc(elem.mut(), "$elemMatch", pair_match);
-        Doc has;
         AppendDoc(has.mut(), rule.array_field, elem);
-        AppendArray(missing_q.mut(), "$nor", {has});
-        Doc q_missing;
-        AppendArray(q_missing.mut(), "$and", {pinned, missing_q});
+        AppendArray(missing.mut(), "$nor", {has});
+        AppendArray(q.mut(), "$and", {still_matching, missing});
         AppendDoc(push_field.mut(), rule.array_field, pair);
         AppendDoc(push.mut(), "$push", push_field);
-        Doc ensure_statement;
-        AppendDoc(ensure_statement.mut(), "q", q_missing);
-        AppendDoc(ensure_statement.mut(), "u", push);
-        BSON_APPEND_BOOL(ensure_statement.mut(), "multi", multi);
-        statements.push_back(std::move(ensure_statement));
-        // 3. the operator on that pair
-        const std::string filter_name = "remold" + std::to_string(i);
-        AppendValue(op_doc(op).mut(), rule.array_field + ".$[" + filter_name + "]." + rule.value_name, v);
+        pushes.push_back(Statement(q, push, multi));
+
+        const std::string name = "remold" + std::to_string(i);
+        AppendValue(op_doc(op.op).mut(), rule.array_field + ".$[" + name + "]." + rule.value_name, v);
         Doc array_filter;
-        AppendString(array_filter.mut(), filter_name + "." + rule.key_name, name);
-        filters.push_back(std::move(array_filter));
+        AppendString(array_filter.mut(), name + "." + rule.key_name, op.name);
+        array_filters.push_back(std::move(array_filter));
       }
       bson_iter_t fixed_it;
-      bson_iter_init(&fixed_it, fixed_copy.get());
+      bson_iter_init(&fixed_it, fixed_ops.get());
       while (bson_iter_next(&fixed_it)) {
-        Doc part = *FindDocument(fixed_copy.get(), bson_iter_key(&fixed_it));
+        Doc part = *FindDocument(fixed_ops.get(), bson_iter_key(&fixed_it));
         bson_concat(op_doc(bson_iter_key(&fixed_it)).mut(), part.get());
       }
-      for (const auto& [op, doc] : by_op) AppendDoc(apply.mut(), op, doc);
-      if (!apply.empty()) {
-        Doc apply_statement;
-        AppendDoc(apply_statement.mut(), "q", pinned);
-        AppendDoc(apply_statement.mut(), "u", apply);
-        BSON_APPEND_BOOL(apply_statement.mut(), "multi", multi);
-        std::vector<Doc> all_filters = filters;
-        if (auto client_filters = ::remold::Find(statement_copy.get(), "arrayFilters"))
-          for (Doc& f : ArrayDocuments(*client_filters)) all_filters.push_back(std::move(f));
-        if (!all_filters.empty()) AppendArray(apply_statement.mut(), "arrayFilters", all_filters);
-        statements.push_back(std::move(apply_statement));
+      if (!pushes.empty()) next.push_back(UpdateCommand(std::move(pushes), ArgumentTarget::kPreparatoryWrite));
+      if (!by_op.empty()) {
+        Doc u;
+        for (const auto& [op, doc] : by_op) AppendDoc(u.mut(), op, doc);
+        Doc apply = Statement(still_matching, u, multi);
+        if (auto client_filters = ::remold::Find(statement.get(), "arrayFilters"))
+          for (Doc& f : ArrayDocuments(*client_filters)) array_filters.push_back(std::move(f));
+        if (!array_filters.empty()) AppendArray(apply.mut(), "arrayFilters", array_filters);
+        next.push_back(UpdateCommand({apply}, ArgumentTarget::kWrite));
       }
       if (!unset.empty()) {
-        // 4. pull the unset attributes
         Doc names, in, pull_field, pull;
         bson_t array;
         BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
-        for (size_t i = 0; i < unset.size(); ++i) BSON_APPEND_UTF8(&array, std::to_string(i).c_str(), unset[i].c_str());
+        for (size_t i = 0; i < unset.size(); ++i)
+          BSON_APPEND_UTF8(&array, std::to_string(i).c_str(), unset[i].c_str());
         bson_append_array_end(in.mut(), &array);
         AppendDoc(names.mut(), rule.key_name, in);
         AppendDoc(pull_field.mut(), rule.array_field, names);
         AppendDoc(pull.mut(), "$pull", pull_field);
-        Doc pull_statement;
-        AppendDoc(pull_statement.mut(), "q", pinned);
-        AppendDoc(pull_statement.mut(), "u", pull);
-        BSON_APPEND_BOOL(pull_statement.mut(), "multi", multi);
-        statements.push_back(std::move(pull_statement));
+        // The client's write when there is nothing else; otherwise it
+        // follows it, to the same documents (their filter may have changed).
+        const bool is_client_write = by_op.empty();
+        next.push_back(UpdateCommand({Statement(is_client_write ? still_matching : Pinned(ids, false), pull, multi)},
+                                     is_client_write ? ArgumentTarget::kWrite : ArgumentTarget::kPreparatoryWrite));
       }
-      BackendCommand update;
-      bson_t* body = update.body.mut();
-      AppendString(body, "update", rule.logical.collection);
-      BSON_APPEND_BOOL(body, "ordered", true);
-      CopyGenericArguments(command, ArgumentTarget::kWrite, body);
-      AppendString(body, "$db", rule.logical.db);
-      update.sequence_id = "updates";
-      update.sequence = std::move(statements);
-      next.push_back(std::move(update));
       return next;
-    };
-    plan.shape = [](std::span<const Doc> replies) { return ShapeAttributeUpdate(replies); };
-    return plan;
-  }
+    }
+
+    // n and nModified come from the client's write (step 3, or the pull
+    // when only attributes are unset); nModified adds documents that only
+    // gained a pair in step 2, at most n.
+    ShapedReply Shape(std::span<const Doc> replies) const {
+      ShapedReply out;
+      std::vector<Doc> ids = PinnedIds(replies.front());
+      if (ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) {
+        out.reply = ErrorReply(kIllegalOperation, "IllegalOperation",
+                               "updateMany with attribute operators matched more than " +
+                                   std::to_string(kMaxPinnedDocuments) +
+                                   " documents; nothing was changed: narrow the filter");
+        return out;
+      }
+      std::span<const Doc> writes = replies.subspan(1);
+      const size_t push_index = 0;
+      const size_t write_index = HasPushes() ? 1 : 0;
+      int64_t n = 0, modified = 0;
+      std::optional<Doc> write_error, write_concern_error;
+      for (size_t i = 0; i < writes.size(); ++i) {
+        const Doc& reply = writes[i];
+        if (auto we = ::remold::Find(reply.get(), "writeErrors"); we && BSON_ITER_HOLDS_ARRAY(&*we)) {
+          std::vector<Doc> errors = ArrayDocuments(*we);
+          if (!errors.empty() && !write_error) {
+            Doc e;
+            BSON_APPEND_INT32(e.mut(), "index", 0);
+            bson_iter_t it;
+            bson_iter_init(&it, errors.front().get());
+            while (bson_iter_next(&it))
+              if (std::string_view(bson_iter_key(&it)) != "index") AppendValue(e.mut(), bson_iter_key(&it), it);
+            write_error = std::move(e);
+          }
+        }
+        if (auto wce = FindDocument(reply.get(), "writeConcernError")) write_concern_error = wce;
+        if (i == write_index) {
+          n = FindInteger(reply.get(), "n").value_or(0);
+          modified += FindInteger(reply.get(), "nModified").value_or(0);
+        } else if (i == push_index && HasPushes()) {
+          modified += FindInteger(reply.get(), "nModified").value_or(0);
+        }
+      }
+      if (write_error) n = modified = 0;  // the write failed: nothing counts
+      bson_t* r = out.reply.mut();
+      BSON_APPEND_INT32(r, "n", static_cast<int32_t>(n));
+      BSON_APPEND_INT32(r, "nModified", static_cast<int32_t>(std::min(n, modified)));
+      if (write_error) AppendArray(r, "writeErrors", {*write_error});
+      if (write_concern_error) AppendDoc(r, "writeConcernError", *write_concern_error);
+      for (const char* key : {"$clusterTime", "operationTime"}) {
+        if (auto v = ::remold::Find(replies.back().get(), key)) AppendValue(r, key, *v);
+      }
+      BSON_APPEND_DOUBLE(r, "ok", 1.0);
+      return out;
+    }
+  };
 
   static std::vector<Doc> PinnedIds(const Doc& find_reply) {
     auto cursor = FindDocument(find_reply.get(), "cursor");
     auto batch = cursor ? ::remold::Find(cursor->get(), "firstBatch") : std::nullopt;
     return batch ? ArrayDocuments(*batch) : std::vector<Doc>();
-  }
-
-  // n: the documents pinned; nModified: the documents a statement changed,
-  // at most n; a write error is reported at the client's statement 0.
-  static ShapedReply ShapeAttributeUpdate(std::span<const Doc> replies) {
-    ShapedReply out;
-    bson_t* r = out.reply.mut();
-    std::vector<Doc> ids = PinnedIds(replies.front());
-    if (ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) {
-      out.reply = ErrorReply(kIllegalOperation, "IllegalOperation",
-                             "updateMany with attribute operators matched more than " +
-                                 std::to_string(kMaxPinnedDocuments) +
-                                 " documents; nothing was changed: narrow the filter");
-      return out;
-    }
-    int64_t n = static_cast<int64_t>(ids.size());
-    int64_t modified = 0;
-    std::optional<Doc> write_error, write_concern_error;
-    if (replies.size() > 1) {
-      const Doc& update = replies[1];
-      modified = FindInteger(update.get(), "nModified").value_or(0);
-      if (auto we = ::remold::Find(update.get(), "writeErrors"); we && BSON_ITER_HOLDS_ARRAY(&*we)) {
-        std::vector<Doc> errors = ArrayDocuments(*we);
-        if (!errors.empty()) {
-          Doc e;
-          BSON_APPEND_INT32(e.mut(), "index", 0);
-          bson_iter_t it;
-          bson_iter_init(&it, errors.front().get());
-          while (bson_iter_next(&it))
-            if (std::string_view(bson_iter_key(&it)) != "index") AppendValue(e.mut(), bson_iter_key(&it), it);
-          write_error = std::move(e);
-        }
-      }
-      write_concern_error = FindDocument(update.get(), "writeConcernError");
-    }
-    if (write_error) n = modified = 0;  // the statement failed: nothing counts
-    BSON_APPEND_INT32(r, "n", static_cast<int32_t>(n));
-    BSON_APPEND_INT32(r, "nModified", static_cast<int32_t>(std::min(n, modified)));
-    if (write_error) AppendArray(r, "writeErrors", {*write_error});
-    if (write_concern_error) AppendDoc(r, "writeConcernError", *write_concern_error);
-    for (const char* key : {"$clusterTime", "operationTime"}) {
-      if (auto v = ::remold::Find(replies.back().get(), key)) AppendValue(r, key, *v);
-    }
-    BSON_APPEND_DOUBLE(r, "ok", 1.0);
-    return out;
   }
 
   Plan FindAndModify() const {
@@ -789,7 +899,13 @@ class AttributeRewriter {
       return Refuse(kIllegalOperation, "IllegalOperation",
                     "findAndModify with a sort or projection on attributes is not supported");
     std::vector<std::pair<std::string, Doc>> replacements = {{"query", query}};
-    if (std::optional<Doc> update = FindDocument(body, "update")) {
+    std::optional<Doc> update_doc = FindDocument(body, "update");
+    if (FindBool(body, "upsert").value_or(false) && update_doc && IsOperatorUpdate(*update_doc) &&
+        MentionsAttributeDeep(command_.body, "query"))
+      return Refuse(kIllegalOperation, "IllegalOperation",
+                    "upsert with a filter on attributes is not supported (the inserted document "
+                    "would not get them)");
+    if (std::optional<Doc> update = update_doc) {
       auto update_iter = ::remold::Find(body, "update");
       if (update_iter && BSON_ITER_HOLDS_ARRAY(&*update_iter))
         return Refuse(kIllegalOperation, "IllegalOperation", "pipeline updates are not supported");

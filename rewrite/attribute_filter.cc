@@ -167,13 +167,10 @@ class Rewriter {
     bson_iter_recurse(&copy, &op);
     while (bson_iter_next(&op)) {
       std::string_view name_op = bson_iter_key(&op);
-      if (name_op == "$eq" && IsNull(op)) {
+      if ((name_op == "$eq" || name_op == "$gte" || name_op == "$lte") && IsNull(op)) {
+        // Null is alone in its type bracket: a null bound means equality
+        // with null, which a missing field satisfies.
         clauses.push_back(NullClause(name, path));
-      } else if ((name_op == "$gte" || name_op == "$lte") && IsNull(op)) {
-        // A null bound includes null, which a missing field compares equal to.
-        Doc bound;
-        AppendValue(bound.mut(), name_op, op);
-        clauses.push_back(Or(Missing(name, path), Pair(name, path, nullptr, &bound)));
       } else if (name_op == "$all" && BSON_ITER_HOLDS_ARRAY(&op) && ArrayAllNull(op)) {
         clauses.push_back(NullClause(name, path));
       } else if (name_op == "$in" && BSON_ITER_HOLDS_ARRAY(&op) && ArrayHasNull(op)) {

@@ -39,14 +39,12 @@ void CopyGenericArguments(const Command& client, ArgumentTarget target, bson_t* 
       copy = true;
     } else if (key == "txnNumber") {
       copy = target == ArgumentTarget::kWrite || in_transaction;
+    } else if (key == "writeConcern" || key == "bypassDocumentValidation") {
+      copy = target == ArgumentTarget::kWrite || target == ArgumentTarget::kPreparatoryWrite;
     } else if (key == "autocommit" || key == "startTransaction") {
       copy = in_transaction;
     } else if (key == "readConcern") {
       copy = target == ArgumentTarget::kRead || in_transaction;
-    } else if (key == "writeConcern") {
-      copy = target == ArgumentTarget::kWrite;
-    } else if (key == "bypassDocumentValidation") {
-      copy = target == ArgumentTarget::kWrite;
     }
     if (copy) AppendValue(out, key, iter);
   }

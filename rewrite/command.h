@@ -27,6 +27,10 @@ enum class ArgumentTarget {
   kRead,   // gets readConcern; txnNumber only inside a transaction
   kWrite,  // gets writeConcern and txnNumber (retryable writes)
   kAdmin,  // index builds and the like: only comment and maxTimeMS
+  // An idempotent write that prepares the client's own write: as kWrite,
+  // but the client's txnNumber only inside a transaction (outside, it
+  // belongs to the one command that carries the client's write).
+  kPreparatoryWrite,
 };
 
 // Copies the client's generic arguments (lsid, txnNumber, autocommit,
