@@ -62,22 +62,13 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "remold explain: the command is not an Extended JSON document: " << parse_error << "\n";
     return 2;
   }
-  Command command;
-  command.body = *body;
-  bson_iter_t first;
-  bson_iter_init(&first, body->get());
-  bson_iter_next(&first);
-  command.name = bson_iter_key(&first);
-  if (auto given = FindString(body->get(), "$db")) command.db = *given;
-  else if (!db.empty()) {
-    command.db = db;
-    AppendString(command.body.mut(), "$db", db);
-  } else {
+  std::optional<Command> command = CommandFromDocument(*body, db);
+  if (!command) {
     err << "remold explain: give --db DB or a \"$db\" field\n";
     return 2;
   }
 
-  std::optional<Plan> plan = Rewrite(command, *rules.rules, Capabilities{});
+  std::optional<Plan> plan = Rewrite(*command, *rules.rules, Capabilities{});
   if (!plan) {
     out << "no rule applies: forwarded to the backend unchanged\n";
     return 0;

@@ -6,6 +6,7 @@
 
 #include "rewrite/attribute_filter.h"
 #include "rewrite/bucket.h"  // ImmediateReply
+#include "rewrite/cursor_reply.h"
 
 namespace remold {
 namespace {
@@ -162,33 +163,13 @@ class AttributeRewriter {
 
   // Unfolds the documents of a cursor reply's first or next batch.
   static Doc UnfoldCursorReply(const AttributeRule& rule, const Doc& reply) {
-    Doc out;
-    bson_iter_t it;
-    bson_iter_init(&it, reply.get());
-    while (bson_iter_next(&it)) {
-      std::string_view key = bson_iter_key(&it);
-      if (key != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        AppendValue(out.mut(), key, it);
-        continue;
-      }
-      bson_t cursor;
-      bson_iter_t child;
-      bson_append_document_begin(out.mut(), "cursor", -1, &cursor);
-      bson_iter_recurse(&it, &child);
-      while (bson_iter_next(&child)) {
-        std::string_view ckey = bson_iter_key(&child);
-        if ((ckey == "firstBatch" || ckey == "nextBatch") && BSON_ITER_HOLDS_ARRAY(&child)) {
-          std::vector<Doc> docs;
-          for (const Doc& doc : ArrayDocuments(child))
-            docs.push_back(UnfoldAttributes(rule, doc.get()));
-          AppendArray(&cursor, ckey, docs);
-        } else {
-          AppendValue(&cursor, ckey, child);
-        }
-      }
-      bson_append_document_end(out.mut(), &cursor);
-    }
-    return out;
+    return RewriteCursorReply(reply, [&](std::string_view key, const bson_iter_t& value, bson_t* cursor) {
+      if ((key != "firstBatch" && key != "nextBatch") || !BSON_ITER_HOLDS_ARRAY(&value)) return false;
+      std::vector<Doc> docs;
+      for (const Doc& doc : ArrayDocuments(value)) docs.push_back(UnfoldAttributes(rule, doc.get()));
+      AppendArray(cursor, key, docs);
+      return true;
+    });
   }
 
   Plan WithUnfoldedCursor(BackendCommand backend) const {
@@ -273,42 +254,15 @@ class AttributeRewriter {
       const Namespace ns = a_.logical;
       plan.shape = [ns](std::span<const Doc> replies) {
         ShapedReply out;
-        out.reply = WithCursorId(replies.front(), 0, &out.cursors_to_kill);
+        int64_t open = 0;
+        out.reply = WithCursor(replies.front(), std::nullopt, 0, &open);
+        if (open != 0) out.cursors_to_kill.push_back(open);
         out.kill_db = ns.db;
         out.kill_collection = ns.collection;
         return out;
       };
     }
     return plan;
-  }
-
-  // A copy of a cursor reply with cursor.id set to `id`; a non-zero
-  // original id goes to `replaced`.
-  static Doc WithCursorId(const Doc& reply, int64_t id, std::vector<int64_t>* replaced) {
-    Doc out;
-    bson_iter_t it;
-    bson_iter_init(&it, reply.get());
-    while (bson_iter_next(&it)) {
-      std::string_view key = bson_iter_key(&it);
-      if (key != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        AppendValue(out.mut(), key, it);
-        continue;
-      }
-      bson_t cursor;
-      bson_iter_t child;
-      bson_append_document_begin(out.mut(), "cursor", -1, &cursor);
-      bson_iter_recurse(&it, &child);
-      while (bson_iter_next(&child)) {
-        if (std::string_view(bson_iter_key(&child)) == "id") {
-          if (int64_t original = bson_iter_as_int64(&child)) replaced->push_back(original);
-          BSON_APPEND_INT64(&cursor, "id", id);
-        } else {
-          AppendValue(&cursor, bson_iter_key(&child), child);
-        }
-      }
-      bson_append_document_end(out.mut(), &cursor);
-    }
-    return out;
   }
 
   Plan GetMore() const {

@@ -11,6 +11,7 @@
 
 #include "rewrite/bucket.h"
 #include "rewrite/bucket_pushdown.h"
+#include "rewrite/cursor_reply.h"
 
 namespace remold {
 namespace {
@@ -94,40 +95,6 @@ BackendCommand AggregateCommand(const Command& command, const BucketRule& rule,
   }
   AppendString(body, "$db", rule.buckets.db);
   return backend;
-}
-
-// A copy of a cursor reply with cursor.ns set to `ns`, and cursor.id set to
-// `id` when given; the backend's cursor id goes to `id_out`.
-Doc WithCursor(const Doc& reply, std::string_view ns, std::optional<int64_t> id,
-               int64_t* id_out = nullptr) {
-  Doc out;
-  bson_iter_t it;
-  bson_iter_init(&it, reply.get());
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      AppendValue(out.mut(), key, it);
-      continue;
-    }
-    bson_t cursor;
-    bson_iter_t child;
-    bson_append_document_begin(out.mut(), "cursor", -1, &cursor);
-    bson_iter_recurse(&it, &child);
-    while (bson_iter_next(&child)) {
-      std::string_view ckey = bson_iter_key(&child);
-      if (ckey == "ns") {
-        AppendString(&cursor, "ns", ns);
-      } else if (ckey == "id") {
-        if (id_out) *id_out = bson_iter_as_int64(&child);
-        if (id) BSON_APPEND_INT64(&cursor, "id", *id);
-        else AppendValue(&cursor, ckey, child);
-      } else {
-        AppendValue(&cursor, ckey, child);
-      }
-    }
-    bson_append_document_end(out.mut(), &cursor);
-  }
-  return out;
 }
 
 Doc WithLogicalNamespace(const Doc& reply, const BucketRule& rule) {

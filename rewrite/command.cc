@@ -17,6 +17,23 @@ bool IsAlwaysCopied(std::string_view key) {
 
 }  // namespace
 
+std::optional<Command> CommandFromDocument(Doc body, std::string_view default_db) {
+  bson_iter_t first;
+  if (!bson_iter_init(&first, body.get()) || !bson_iter_next(&first)) return std::nullopt;
+  Command command;
+  command.name = bson_iter_key(&first);
+  if (auto db = FindString(body.get(), "$db")) {
+    command.db = *db;
+  } else if (!default_db.empty()) {
+    command.db = default_db;
+    AppendString(body.mut(), "$db", default_db);
+  } else {
+    return std::nullopt;
+  }
+  command.body = std::move(body);
+  return command;
+}
+
 std::optional<std::string> TargetCollection(const Command& command) {
   if (command.name == "getMore") return FindString(command.body.get(), "collection");
   return FindString(command.body.get(), command.name);

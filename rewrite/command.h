@@ -18,6 +18,11 @@ struct Command {
   Doc body;          // OP_MSG document sequences folded in as arrays
 };
 
+// The command a document states: its first key names it; "$db" its
+// database, or `default_db` (then added to the body). nullopt when the
+// document is empty or names no database.
+std::optional<Command> CommandFromDocument(Doc body, std::string_view default_db = {});
+
 // The collection a command addresses ("find": "c" -> "c"; getMore's
 // "collection"), if it addresses one.
 std::optional<std::string> TargetCollection(const Command& command);

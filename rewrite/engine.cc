@@ -36,14 +36,10 @@ std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
 std::optional<Plan> RewriteExplain(const Command& command, const RuleSet& rules,
                                    const Capabilities& caps) {
   std::optional<Doc> inner_body = FindDocument(command.body.get(), "explain");
-  if (!inner_body || inner_body->empty()) return std::nullopt;
-  Command inner;
-  inner.db = command.db;
-  inner.body = *inner_body;
-  bson_iter_t first;
-  bson_iter_init(&first, inner.body.get());
-  bson_iter_next(&first);
-  inner.name = bson_iter_key(&first);
+  if (!inner_body) return std::nullopt;
+  std::optional<Command> parsed = CommandFromDocument(*inner_body, command.db);
+  if (!parsed) return std::nullopt;
+  const Command& inner = *parsed;
   std::optional<Plan> plan = RewriteCommand(inner, rules, caps);
   if (!plan) return std::nullopt;
   if (plan->immediate_reply) return plan;

@@ -347,15 +347,9 @@ TEST_P(GoldenTest, Case) {
   ASSERT_TRUE(fs::exists(dir / "command.json")) << "command.json is missing";
   std::optional<Doc> body = ParseJsonFile(dir / "command.json", &error);
   ASSERT_TRUE(body && !body->empty()) << error;
-  Command command;
-  command.body = *body;
-  bson_iter_t first;
-  bson_iter_init(&first, body->get());
-  bson_iter_next(&first);
-  command.name = bson_iter_key(&first);
-  std::optional<std::string> db = FindString(body->get(), "$db");
-  ASSERT_TRUE(db) << "command.json needs \"$db\"";
-  command.db = *db;
+  std::optional<Command> parsed = CommandFromDocument(*body);
+  ASSERT_TRUE(parsed) << "command.json needs \"$db\"";
+  const Command& command = *parsed;
 
   std::optional<Capabilities> caps = LoadCapabilities(dir / "capabilities.json", &error);
   ASSERT_TRUE(caps) << error;

@@ -1,0 +1,48 @@
+#include "rewrite/cursor_reply.h"
+
+#include <string>
+
+namespace remold {
+
+Doc RewriteCursorReply(const Doc& reply, const CursorFieldRewrite& rewrite) {
+  Doc out;
+  bson_iter_t it;
+  bson_iter_init(&it, reply.get());
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key != "cursor" || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      AppendValue(out.mut(), key, it);
+      continue;
+    }
+    bson_t cursor;
+    bson_iter_t child;
+    bson_append_document_begin(out.mut(), "cursor", -1, &cursor);
+    bson_iter_recurse(&it, &child);
+    while (bson_iter_next(&child)) {
+      std::string_view field = bson_iter_key(&child);
+      if (!rewrite(field, child, &cursor)) AppendValue(&cursor, field, child);
+    }
+    bson_append_document_end(out.mut(), &cursor);
+  }
+  return out;
+}
+
+Doc WithCursor(const Doc& reply, std::optional<std::string_view> ns, std::optional<int64_t> id,
+               int64_t* id_out) {
+  return RewriteCursorReply(reply, [&](std::string_view key, const bson_iter_t& value, bson_t* cursor) {
+    if (key == "ns" && ns) {
+      AppendString(cursor, "ns", *ns);
+      return true;
+    }
+    if (key == "id") {
+      if (id_out) *id_out = bson_iter_as_int64(&value);
+      if (id) {
+        BSON_APPEND_INT64(cursor, "id", *id);
+        return true;
+      }
+    }
+    return false;
+  });
+}
+
+}  // namespace remold
