@@ -26,11 +26,11 @@
 //     0 when every query succeeded and every row's returned count and content
 //     agreed (remold = flat = the count computed from the generated data),
 //     1 otherwise, 2 on bad arguments.
+#include "bench_common.h"
+#include "bench_mongoc.h"
+
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -50,6 +50,8 @@
 
 namespace attribute_bench {
 namespace {
+
+using namespace bench_common;
 
 using Clock = std::chrono::steady_clock;
 
@@ -108,67 +110,16 @@ const char kUsage[] =
     "  --remold-pid PID     report remold's CPU time per query (local runs)\n"
     "  --backend-pid PID    report the backend's CPU time per query (local runs)\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "attribute_bench: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
-double parse_number(const std::string& flag, const std::string& text, bool allow_zero = false) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(allow_zero ? value >= 0 : value > 0))
-    usage_error(flag + " expects a " + (allow_zero ? "non-negative" : "positive") +
-                " number, got '" + text + "'");
-  return value;
-}
-
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
-  const double v = parse_number(flag, text, lo == 0);
-  if (v != std::floor(v) || v < static_cast<double>(lo) || v > static_cast<double>(hi))
-    usage_error(flag + " expects an integer " + std::to_string(lo) + ".." + std::to_string(hi) +
-                ", got '" + text + "'");
-  return static_cast<int64_t>(v);
-}
-
-void check_endpoint(const std::string& flag, const std::string& text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    usage_error(flag + " expects HOST:PORT, got '" + text + "'");
-}
-
 const std::vector<std::string>& shape_names();
 
 Config parse_args(int argc, char** argv) {
+  set_usage("attribute_bench", kUsage);
   Config cfg;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (flag == "--keep" || flag == "--no-stored") {
-      if (flag == "--keep") cfg.keep = true;
-      else cfg.stored = false;
-      continue;
-    }
-    std::string value;
-    if (const auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      usage_error(flag + " needs a value");
-    }
-    if (flag == "--direct") check_endpoint(flag, cfg.direct = value);
+  parse_flags(argc, argv, {"--keep", "--no-stored"}, [&](const std::string& flag,
+                                                         const std::string& value) {
+    if (flag == "--keep") cfg.keep = true;
+    else if (flag == "--no-stored") cfg.stored = false;
+    else if (flag == "--direct") check_endpoint(flag, cfg.direct = value);
     else if (flag == "--proxy") check_endpoint(flag, cfg.proxy = value);
     else if (flag == "--sizes") {
       cfg.sizes.clear();
@@ -192,40 +143,13 @@ Config parse_args(int argc, char** argv) {
     else if (flag == "--remold-pid") cfg.remold_pid = static_cast<int>(parse_int(flag, value, 1, 1 << 30));
     else if (flag == "--backend-pid") cfg.backend_pid = static_cast<int>(parse_int(flag, value, 1, 1 << 30));
     else usage_error("unknown argument '" + flag + "'");
-  }
+  });
   if (cfg.direct.empty() || cfg.proxy.empty()) usage_error("--direct and --proxy are required");
   if (cfg.max_rounds < cfg.min_rounds) usage_error("--max-rounds is below --min-rounds");
   return cfg;
 }
 
 // ---- small helpers ---------------------------------------------------------
-
-struct BsonDeleter {
-  void operator()(bson_t* b) const { bson_destroy(b); }
-};
-using BsonPtr = std::unique_ptr<bson_t, BsonDeleter>;
-
-BsonPtr json(const std::string& text) {
-  bson_error_t error;
-  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(text.data()),
-                                 static_cast<ssize_t>(text.size()), &error);
-  if (!b) throw std::runtime_error("bad JSON in the bench: " + text + ": " + error.message);
-  return BsonPtr(b);
-}
-
-std::string to_json(const bson_t* doc) {
-  char* s = bson_as_relaxed_extended_json(doc, nullptr);
-  std::string out = s ? s : "<invalid BSON>";
-  bson_free(s);
-  return out;
-}
-
-std::optional<double> number_at(const bson_t* doc, const char* path) {
-  bson_iter_t it, found;
-  if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &found)) return std::nullopt;
-  if (!BSON_ITER_HOLDS_NUMBER(&found)) return std::nullopt;
-  return bson_iter_as_double(&found);
-}
 
 std::string json_escape(const std::string& s) {
   std::string out;
@@ -242,98 +166,6 @@ std::string json_escape(const std::string& s) {
     }
   }
   return out;
-}
-
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
-  return CPU_COUNT(&set);
-}
-
-double load_average() {
-  double load = -1;
-  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
-    std::fclose(f);
-  }
-  return load;
-}
-
-// CPU seconds (user + system, all threads) of a process, or -1.
-double process_cpu_seconds(int pid) {
-  if (pid <= 0) return -1;
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return -1;
-  char buf[4096];
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
-  if (!p) return -1;
-  unsigned long long utime = 0, stime = 0;
-  if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-                  &stime) != 2)
-    return -1;
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
-}
-
-// ---- clients ---------------------------------------------------------------
-
-struct ClientDeleter {
-  void operator()(mongoc_client_t* c) const { mongoc_client_destroy(c); }
-};
-using ClientPtr = std::unique_ptr<mongoc_client_t, ClientDeleter>;
-struct CollectionDeleter {
-  void operator()(mongoc_collection_t* c) const { mongoc_collection_destroy(c); }
-};
-using CollectionPtr = std::unique_ptr<mongoc_collection_t, CollectionDeleter>;
-
-// One connection, handshaken before it is returned.
-ClientPtr connect(const std::string& endpoint) {
-  const std::string uri = "mongodb://" + endpoint +
-                          "/?directConnection=true&appname=attribute_bench"
-                          "&serverSelectionTimeoutMS=10000&socketTimeoutMS=600000";
-  bson_error_t error;
-  mongoc_uri_t* parsed = mongoc_uri_new_with_error(uri.c_str(), &error);
-  if (!parsed) throw std::runtime_error("bad URI " + uri + ": " + error.message);
-  ClientPtr client(mongoc_client_new_from_uri(parsed));
-  mongoc_uri_destroy(parsed);
-  if (!client) throw std::runtime_error("cannot create a client for " + uri);
-  mongoc_client_set_error_api(client.get(), MONGOC_ERROR_API_VERSION_2);
-  auto ping = json(R"({"ping": 1})");
-  if (!mongoc_client_command_simple(client.get(), "admin", ping.get(), nullptr, nullptr, &error))
-    throw std::runtime_error("cannot reach " + endpoint + ": " + error.message);
-  return client;
-}
-
-struct CommandResult {
-  bool ok = false;
-  BsonPtr reply;
-  bson_error_t error{};
-};
-
-CommandResult run_command(mongoc_client_t* client, const char* db, const bson_t* cmd) {
-  CommandResult r;
-  r.reply.reset(bson_new());
-  r.ok = mongoc_client_command_simple(client, db, cmd, nullptr, r.reply.get(), &r.error);
-  return r;
-}
-
-BsonPtr command(mongoc_client_t* client, const char* db, const bson_t* cmd,
-                bool allow_failure = false) {
-  CommandResult r = run_command(client, db, cmd);
-  if (!r.ok && !allow_failure)
-    throw std::runtime_error(std::string("command failed on ") + db + ": " + to_json(cmd) +
-                             ": " + r.error.message);
-  return std::move(r.reply);
 }
 
 // ---- data ------------------------------------------------------------------
@@ -709,11 +541,9 @@ void Bench::print_header() {
               "    executionStats of the remold and flat queries\n",
               cfg_.warmup, cfg_.stored ? " S" : "", cfg_.stored ? " S" : "", cfg_.seconds,
               cfg_.min_rounds, cfg_.max_rounds, cfg_.max_cell_seconds);
-  std::printf("  cores: %ld online, %d usable by this process; load average before the run: "
-              "%.2f\n", sysconf(_SC_NPROCESSORS_ONLN), usable_cores(), load_average());
-  std::printf("  CAVEAT: the bench client, remold and the backend share these cores (on 2 cores\n"
-              "  every cycle remold spends is taken from the backend or the client), and other\n"
-              "  load on the machine moves every number: compare rows of the same run only.\n\n");
+  print_machine("  CAVEAT: the bench client, remold and the backend share these cores (on 2 cores\n"
+                "  every cycle remold spends is taken from the backend or the client), and other\n"
+                "  load on the machine moves every number: compare rows of the same run only.\n\n");
   std::fflush(stdout);
 }
 
@@ -1108,10 +938,10 @@ void Bench::print_json(const Row& r) {
 }
 
 int Bench::run() {
-  client_[kRemold] = connect(cfg_.proxy);
-  client_[kFlat] = connect(cfg_.direct);
-  client_[kStored] = connect(cfg_.direct);
-  admin_ = connect(cfg_.direct);
+  client_[kRemold] = connect(cfg_.proxy, "attribute_bench");
+  client_[kFlat] = connect(cfg_.direct, "attribute_bench");
+  client_[kStored] = connect(cfg_.direct, "attribute_bench");
+  admin_ = connect(cfg_.direct, "attribute_bench");
   print_header();
 
   std::vector<const Shape*> shapes;
@@ -1272,15 +1102,5 @@ int Bench::run() {
 
 int main(int argc, char** argv) {
   const auto cfg = attribute_bench::parse_args(argc, argv);
-  mongoc_init();
-  int status;
-  try {
-    status = attribute_bench::Bench(cfg).run();
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "attribute_bench: fatal: %s\n", e.what());
-    status = 1;
-  }
-  mongoc_cleanup();
-  return status;
+  return bench_common::run_main("attribute_bench", [&] { return attribute_bench::Bench(cfg).run(); });
 }

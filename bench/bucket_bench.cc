@@ -22,10 +22,11 @@
 //     and every case verified, 1 otherwise, 2 on bad arguments. The target
 //     (batched through remold >= 2x direct flat batched) is reported, not
 //     enforced.
+#include "bench_common.h"
+#include "bench_mongoc.h"
+
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
-#include <sched.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +49,8 @@
 
 namespace bucket_bench {
 namespace {
+
+using namespace bench_common;
 
 using Clock = std::chrono::steady_clock;
 
@@ -130,38 +133,13 @@ const char kUsage[] =
     "  --remold-pid PID     report remold's CPU time per reading (local runs)\n"
     "  --backend-pid PID    report the backend's CPU time per reading (local runs)\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "bucket_bench: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
-double parse_number(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(value > 0))
-    usage_error(flag + " expects a positive number, got '" + text + "'");
-  return value;
-}
-
-int parse_int(const std::string& flag, const std::string& text, int lo, int hi) {
-  const double v = parse_number(flag, text);
-  if (v != std::floor(v) || v < lo || v > hi)
-    usage_error(flag + " expects an integer " + std::to_string(lo) + ".." + std::to_string(hi) +
-                ", got '" + text + "'");
-  return static_cast<int>(v);
+int int_arg(const std::string& flag, const std::string& text, int lo, int hi) {
+  return static_cast<int>(parse_int(flag, text, lo, hi));
 }
 
 std::vector<int> parse_int_list(const std::string& flag, const std::string& text) {
   std::vector<int> out;
-  for (const auto& item : split_list(text)) out.push_back(parse_int(flag, item, 1, 256));
+  for (const auto& item : split_list(text)) out.push_back(int_arg(flag, item, 1, 256));
   if (out.empty()) usage_error(flag + " is empty");
   return out;
 }
@@ -177,80 +155,33 @@ std::vector<Order> parse_orders(const std::string& text) {
   return out;
 }
 
-void check_endpoint(const std::string& flag, const std::string& text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    usage_error(flag + " expects HOST:PORT, got '" + text + "'");
-}
-
 Config parse_args(int argc, char** argv) {
+  set_usage("bucket_bench", kUsage);
   Config cfg;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (flag == "--keep" || flag == "--passthrough") {
-      (flag == "--keep" ? cfg.keep : cfg.passthrough) = true;
-      continue;
-    }
-    std::string value;
-    if (const auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      usage_error(flag + " needs a value");
-    }
-    if (flag == "--direct") check_endpoint(flag, cfg.direct = value);
+  parse_flags(argc, argv, {"--keep", "--passthrough"}, [&](const std::string& flag,
+                                                           const std::string& value) {
+    if (flag == "--keep") cfg.keep = true;
+    else if (flag == "--passthrough") cfg.passthrough = true;
+    else if (flag == "--direct") check_endpoint(flag, cfg.direct = value);
     else if (flag == "--proxy") check_endpoint(flag, cfg.proxy = value);
-    else if (flag == "--sensors") cfg.sensors = parse_int(flag, value, 1, 100000);
+    else if (flag == "--sensors") cfg.sensors = int_arg(flag, value, 1, 100000);
     else if (flag == "--days") cfg.days = parse_number(flag, value);
     else if (flag == "--single-days") cfg.single_days = parse_number(flag, value);
     else if (flag == "--warmup-days") cfg.warmup_days = std::strtod(value.c_str(), nullptr);
-    else if (flag == "--batch") cfg.batch = parse_int(flag, value, 1, 100000);
+    else if (flag == "--batch") cfg.batch = int_arg(flag, value, 1, 100000);
     else if (flag == "--threads") cfg.threads = parse_int_list(flag, value);
     else if (flag == "--batch-threads") cfg.batch_threads = parse_int_list(flag, value);
     else if (flag == "--orders") cfg.orders = parse_orders(value);
-    else if (flag == "--rounds") cfg.rounds = parse_int(flag, value, 1, 100);
-    else if (flag == "--remold-pid") cfg.remold_pid = parse_int(flag, value, 1, 1 << 30);
-    else if (flag == "--backend-pid") cfg.backend_pid = parse_int(flag, value, 1, 1 << 30);
+    else if (flag == "--rounds") cfg.rounds = int_arg(flag, value, 1, 100);
+    else if (flag == "--remold-pid") cfg.remold_pid = int_arg(flag, value, 1, 1 << 30);
+    else if (flag == "--backend-pid") cfg.backend_pid = int_arg(flag, value, 1, 1 << 30);
     else usage_error("unknown argument '" + flag + "'");
-  }
+  });
   if (cfg.direct.empty() || cfg.proxy.empty()) usage_error("--direct and --proxy are required");
   return cfg;
 }
 
 // ---- small helpers ---------------------------------------------------------
-
-struct BsonDeleter {
-  void operator()(bson_t* b) const { bson_destroy(b); }
-};
-using BsonPtr = std::unique_ptr<bson_t, BsonDeleter>;
-
-BsonPtr json(const std::string& text) {
-  bson_error_t error;
-  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(text.data()),
-                                 static_cast<ssize_t>(text.size()), &error);
-  if (!b) throw std::runtime_error("bad JSON in the bench: " + text + ": " + error.message);
-  return BsonPtr(b);
-}
-
-std::string to_json(const bson_t* doc) {
-  char* s = bson_as_relaxed_extended_json(doc, nullptr);
-  std::string out = s ? s : "<invalid BSON>";
-  bson_free(s);
-  return out;
-}
-
-std::optional<double> number_at(const bson_t* doc, const char* path) {
-  bson_iter_t it, found;
-  if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &found)) return std::nullopt;
-  if (!BSON_ITER_HOLDS_NUMBER(&found)) return std::nullopt;
-  return bson_iter_as_double(&found);
-}
 
 // Sum of the numeric values of a sub-document (per-index sizes).
 std::optional<double> sum_of_subdocument(const bson_t* doc, const char* key) {
@@ -264,49 +195,6 @@ std::optional<double> sum_of_subdocument(const bson_t* doc, const char* key) {
   return total;
 }
 
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
-  return CPU_COUNT(&set);
-}
-
-double load_average() {
-  double load = -1;
-  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
-    std::fclose(f);
-  }
-  return load;
-}
-
-// CPU seconds (user + system, all threads) of a process, or -1.
-double process_cpu_seconds(int pid) {
-  if (pid <= 0) return -1;
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return -1;
-  char buf[4096];
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
-  if (!p) return -1;
-  // After ")": state(3) ppid pgrp session tty_nr tpgid flags minflt cminflt
-  // majflt cmajflt utime(14) stime(15).
-  unsigned long long utime = 0, stime = 0;
-  if (std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-                  &stime) != 2)
-    return -1;
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-double self_cpu_seconds() {
-  rusage u;
-  if (getrusage(RUSAGE_SELF, &u) != 0) return -1;
-  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return sec(u.ru_utime) + sec(u.ru_stime);
-}
-
 struct CpuSample {
   double client, remold, backend;
 };
@@ -314,48 +202,6 @@ struct CpuSample {
 CpuSample cpu_now(const Config& cfg) {
   return {self_cpu_seconds(), process_cpu_seconds(cfg.remold_pid),
           process_cpu_seconds(cfg.backend_pid)};
-}
-
-// ---- clients ---------------------------------------------------------------
-
-struct ClientDeleter {
-  void operator()(mongoc_client_t* c) const { mongoc_client_destroy(c); }
-};
-using ClientPtr = std::unique_ptr<mongoc_client_t, ClientDeleter>;
-struct CollectionDeleter {
-  void operator()(mongoc_collection_t* c) const { mongoc_collection_destroy(c); }
-};
-using CollectionPtr = std::unique_ptr<mongoc_collection_t, CollectionDeleter>;
-
-// One connection (mongoc_client_t is single-threaded): connected and
-// handshaken before it is returned, so no timed op pays for that.
-ClientPtr connect(const std::string& endpoint) {
-  const std::string uri = "mongodb://" + endpoint +
-                          "/?directConnection=true&appname=bucket_bench"
-                          "&serverSelectionTimeoutMS=10000&socketTimeoutMS=600000";
-  bson_error_t error;
-  mongoc_uri_t* parsed = mongoc_uri_new_with_error(uri.c_str(), &error);
-  if (!parsed) throw std::runtime_error("bad URI " + uri + ": " + error.message);
-  ClientPtr client(mongoc_client_new_from_uri(parsed));
-  mongoc_uri_destroy(parsed);
-  if (!client) throw std::runtime_error("cannot create a client for " + uri);
-  mongoc_client_set_error_api(client.get(), MONGOC_ERROR_API_VERSION_2);
-  auto ping = json(R"({"ping": 1})");
-  if (!mongoc_client_command_simple(client.get(), "admin", ping.get(), nullptr, nullptr, &error))
-    throw std::runtime_error("cannot reach " + endpoint + ": " + error.message);
-  return client;
-}
-
-// Runs a command; throws on failure unless `allow_failure`.
-BsonPtr command(mongoc_client_t* client, const char* db, const bson_t* cmd,
-                bool allow_failure = false) {
-  bson_t* reply = bson_new();
-  bson_error_t error;
-  const bool ok = mongoc_client_command_simple(client, db, cmd, nullptr, reply, &error);
-  if (!ok && !allow_failure)
-    throw std::runtime_error(std::string("command failed on ") + db + ": " + to_json(cmd) +
-                             ": " + error.message);
-  return BsonPtr(reply);
 }
 
 // ---- data ------------------------------------------------------------------
@@ -543,10 +389,8 @@ void Bench::print_header() {
   std::printf("  every case starts empty and is verified afterwards; %d round(s), median shown;\n"
               "  %.2g days of untimed warm-up per target and mode first\n", cfg_.rounds,
               cfg_.warmup_days);
-  std::printf("  cores: %ld online, %d usable by this process; load average before the run: "
-              "%.2f\n", sysconf(_SC_NPROCESSORS_ONLN), usable_cores(), load_average());
-  std::printf("  CAVEAT: the bench client, remold and the backend share these cores, and\n"
-              "  other load on the machine (see the load column) moves every number.\n\n");
+  print_machine("  CAVEAT: the bench client, remold and the backend share these cores, and\n"
+                "  other load on the machine (see the load column) moves every number.\n\n");
   std::fflush(stdout);
 }
 
@@ -575,7 +419,7 @@ CaseResult Bench::run_case(const CaseSpec& spec, const Dataset& ds, bool quiet) 
   const size_t units = (ds.size() + per_insert - 1) / per_insert;
 
   std::vector<ClientPtr> clients;
-  for (int t = 0; t < spec.threads; ++t) clients.push_back(connect(endpoint));
+  for (int t = 0; t < spec.threads; ++t) clients.push_back(connect(endpoint, "bucket_bench"));
 
   struct ThreadOut {
     std::vector<double> latency_ms;
@@ -754,20 +598,6 @@ void Bench::capture_storage(Target target, int64_t readings) {
       if (bson_init_static(&index, data, len)) st.indexes.push_back(to_json(&index));
     }
   }
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
 void Bench::print_row(const CaseResult& r, const char* tag) {
@@ -1014,8 +844,8 @@ void Bench::print_storage() {
 }
 
 int Bench::run() {
-  admin_direct_ = connect(cfg_.direct);
-  admin_proxy_ = connect(cfg_.proxy);
+  admin_direct_ = connect(cfg_.direct, "bucket_bench");
+  admin_proxy_ = connect(cfg_.proxy, "bucket_bench");
   print_header();
 
   // Datasets, built before anything is timed.
@@ -1114,15 +944,5 @@ int Bench::run() {
 
 int main(int argc, char** argv) {
   const auto cfg = bucket_bench::parse_args(argc, argv);
-  mongoc_init();
-  int status;
-  try {
-    status = bucket_bench::Bench(cfg).run();
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "bucket_bench: fatal: %s\n", e.what());
-    status = 1;
-  }
-  mongoc_cleanup();
-  return status;
+  return bench_common::run_main("bucket_bench", [&] { return bucket_bench::Bench(cfg).run(); });
 }

@@ -1,8 +1,9 @@
 // Throughput and percentiles from latency samples: see latency.h.
 #include "latency.h"
 
+#include "bench_common.h"
+
 #include <algorithm>
-#include <cmath>
 
 namespace remold_bench {
 namespace {
@@ -10,9 +11,7 @@ namespace {
 // Nearest-rank percentile of sorted samples, in microseconds.
 double percentile_us(const std::vector<uint32_t>& sorted, double p) {
   if (sorted.empty()) return 0;
-  const auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-  const size_t index = std::clamp<size_t>(rank, 1, sorted.size()) - 1;
-  return sorted[index] / 1000.0;
+  return sorted[bench_common::nearest_rank(sorted.size(), p)] / 1000.0;
 }
 
 }  // namespace

@@ -8,12 +8,10 @@
 // added latency = remold percentile minus direct percentile) and one
 // "BENCH_JSON {...}" line per cell. Exit status: 0 when every op succeeded,
 // 1 on any failed op or fatal error, 2 on bad arguments.
+#include "bench_common.h"
 #include "bench_ops.h"
 #include "latency.h"
 #include "wire_client.h"
-
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +25,8 @@
 
 namespace remold_bench {
 namespace {
+
+using namespace bench_common;
 
 using Clock = std::chrono::steady_clock;
 
@@ -53,33 +53,10 @@ const char kUsage[] =
     "  --rounds N    each cell runs N direct and N proxy slices of S/N seconds,\n"
     "                alternating in ABBA order (default 6)\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "remold_bench: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
-
-double parse_number(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(value >= 0)) {
-    usage_error(flag + " expects a non-negative number, got '" + text + "'");
-  }
-  return value;
-}
-
 std::vector<int> parse_clients(const std::string& text) {
   std::vector<int> counts;
   for (const auto& item : split_list(text)) {
-    const double n = parse_number("--clients", item);
+    const double n = parse_number("--clients", item, true);
     if (n < 1 || n > 1024 || n != static_cast<int>(n)) {
       usage_error("--clients takes integers 1..1024, got '" + item + "'");
     }
@@ -115,15 +92,15 @@ void apply_flag(Config& cfg, const std::string& flag, const std::string& value) 
   } else if (flag == "--proxy") {
     cfg.proxy = parse_endpoint_arg(flag, value);
   } else if (flag == "--seconds") {
-    cfg.seconds = parse_number(flag, value);
+    cfg.seconds = parse_number(flag, value, true);
   } else if (flag == "--warmup") {
-    cfg.warmup = parse_number(flag, value);
+    cfg.warmup = parse_number(flag, value, true);
   } else if (flag == "--initial-warmup") {
-    cfg.initial_warmup = parse_number(flag, value);
+    cfg.initial_warmup = parse_number(flag, value, true);
   } else if (flag == "--rounds") {
-    cfg.rounds = std::max(1, static_cast<int>(parse_number(flag, value)));
+    cfg.rounds = std::max(1, static_cast<int>(parse_number(flag, value, true)));
   } else if (flag == "--docs") {
-    cfg.docs = std::clamp(static_cast<int32_t>(parse_number(flag, value)), 1, 10'000'000);
+    cfg.docs = std::clamp(static_cast<int32_t>(parse_number(flag, value, true)), 1, 10'000'000);
   } else if (flag == "--clients") {
     cfg.clients = parse_clients(value);
   } else if (flag == "--ops") {
@@ -134,24 +111,11 @@ void apply_flag(Config& cfg, const std::string& flag, const std::string& value) 
 }
 
 Config parse_args(int argc, char** argv) {
+  set_usage("remold_bench", kUsage);
   Config cfg;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    std::string value;
-    if (const auto eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag.resize(eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      usage_error(flag + " needs a value");
-    }
+  parse_flags(argc, argv, {}, [&](const std::string& flag, const std::string& value) {
     apply_flag(cfg, flag, value);
-  }
+  });
   if (cfg.direct.host.empty() || cfg.proxy.host.empty()) {
     usage_error("--direct and --proxy are required");
   }
@@ -328,38 +292,18 @@ void initial_warmup(const Config& cfg) {
 
 // ---- output ----------------------------------------------------------------
 
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
-  return CPU_COUNT(&set);
-}
-
-// The 1-minute load average, or -1 when /proc/loadavg is unreadable.
-double load_average() {
-  double load = -1;
-  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
-    std::fclose(f);
-  }
-  return load;
-}
-
 void print_header(const Config& cfg) {
   std::printf("remold_bench: direct %s, remold %s\n", cfg.direct.text().c_str(),
               cfg.proxy.text().c_str());
   std::printf("  %.1f s measured per endpoint per cell, in %d direct + %d remold slices "
               "(ABBA order), %.2f s warm-up discarded per slice; %d docs in bench.c\n",
               cfg.seconds, cfg.rounds, cfg.rounds, cfg.warmup, cfg.docs);
-  std::printf("  cores: %ld online, %d usable by this process; load average before "
-              "the run: %.2f\n",
-              sysconf(_SC_NPROCESSORS_ONLN), usable_cores(), load_average());
-  std::printf("  CAVEAT: the bench clients, remold and the backend share these cores.\n"
-              "  With few cores and many clients they compete for CPU, so the throughput\n"
-              "  ratio reflects remold's CPU cost per op as much as its latency, and the\n"
-              "  percentiles include run-queue waits. Any other load on the machine adds\n"
-              "  noise: 'pair ratios' is the min-max of remold/direct over slice pairs.\n"
-              "  Compare rows from the same run only.\n\n");
+  print_machine("  CAVEAT: the bench clients, remold and the backend share these cores.\n"
+                "  With few cores and many clients they compete for CPU, so the throughput\n"
+                "  ratio reflects remold's CPU cost per op as much as its latency, and the\n"
+                "  percentiles include run-queue waits. Any other load on the machine adds\n"
+                "  noise: 'pair ratios' is the min-max of remold/direct over slice pairs.\n"
+                "  Compare rows from the same run only.\n\n");
 }
 
 void print_table_head() {

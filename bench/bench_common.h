@@ -1,0 +1,68 @@
+// What remold_bench, bucket_bench and attribute_bench share: argument
+// parsing, the machine header, percentiles and process CPU time.
+//
+// Contract:
+//   - set_usage() names the program and its usage text once, before any
+//     other argument helper; usage_error() then prints "PROGRAM: message"
+//     and the usage to stderr and exits 2. The parse_* helpers and
+//     check_endpoint() call usage_error() on bad input and return only
+//     valid values.
+//   - parse_flags() walks argv: -h/--help prints the usage to stdout and
+//     exits 0; a flag listed in `switches` is applied with an empty value
+//     (given "=value", it is an unknown argument); every other flag takes
+//     "--flag=value" or the next argument.
+//   - percentile() is nearest-rank (0 for no samples); median() averages the
+//     two middle values of an even count (0 for no samples).
+//   - usable_cores(), load_average(), process_cpu_seconds() and
+//     self_cpu_seconds() return -1 when the system does not tell.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bench_common {
+
+// ---- arguments ---------------------------------------------------------------
+
+void set_usage(const char* program, const char* usage);
+[[noreturn]] void usage_error(const std::string& message);
+
+// The non-empty items of a comma-separated list.
+std::vector<std::string> split_list(const std::string& text);
+// A number > 0, or >= 0 with `allow_zero`.
+double parse_number(const std::string& flag, const std::string& text, bool allow_zero = false);
+// An integer in lo..hi (zero is allowed only when lo is 0).
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
+// Checks that `text` looks like HOST:PORT.
+void check_endpoint(const std::string& flag, const std::string& text);
+
+using FlagHandler = std::function<void(const std::string& flag, const std::string& value)>;
+void parse_flags(int argc, char** argv, std::initializer_list<std::string_view> switches,
+                 const FlagHandler& apply);
+
+// ---- the machine -------------------------------------------------------------
+
+int usable_cores();
+// The 1-minute load average.
+double load_average();
+// Prints the header's "  cores: ..., load average before the run: ..." line,
+// then `caveat` as it is.
+void print_machine(const char* caveat);
+// CPU seconds (user + system, all threads) of a process (pid > 0), or of
+// this process.
+double process_cpu_seconds(int pid);
+double self_cpu_seconds();
+
+// ---- statistics --------------------------------------------------------------
+
+// 0-based index of the nearest-rank p-percentile among n > 0 sorted samples.
+size_t nearest_rank(size_t n, double p);
+double percentile(std::vector<double> v, double p);
+double median(std::vector<double> v);
+
+}  // namespace bench_common

@@ -1,0 +1,77 @@
+// mongo-c-driver helpers shared by the benches: see bench_mongoc.h.
+#include "bench_mongoc.h"
+
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+
+namespace bench_common {
+
+BsonPtr json(const std::string& text) {
+  bson_error_t error;
+  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(text.data()),
+                                 static_cast<ssize_t>(text.size()), &error);
+  if (!b) throw std::runtime_error("bad JSON in the bench: " + text + ": " + error.message);
+  return BsonPtr(b);
+}
+
+std::string to_json(const bson_t* doc) {
+  char* s = bson_as_relaxed_extended_json(doc, nullptr);
+  std::string out = s ? s : "<invalid BSON>";
+  bson_free(s);
+  return out;
+}
+
+std::optional<double> number_at(const bson_t* doc, const char* path) {
+  bson_iter_t it, found;
+  if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, path, &found)) return std::nullopt;
+  if (!BSON_ITER_HOLDS_NUMBER(&found)) return std::nullopt;
+  return bson_iter_as_double(&found);
+}
+
+ClientPtr connect(const std::string& endpoint, const char* appname) {
+  const std::string uri = "mongodb://" + endpoint + "/?directConnection=true&appname=" + appname +
+                          "&serverSelectionTimeoutMS=10000&socketTimeoutMS=600000";
+  bson_error_t error;
+  mongoc_uri_t* parsed = mongoc_uri_new_with_error(uri.c_str(), &error);
+  if (!parsed) throw std::runtime_error("bad URI " + uri + ": " + error.message);
+  ClientPtr client(mongoc_client_new_from_uri(parsed));
+  mongoc_uri_destroy(parsed);
+  if (!client) throw std::runtime_error("cannot create a client for " + uri);
+  mongoc_client_set_error_api(client.get(), MONGOC_ERROR_API_VERSION_2);
+  auto ping = json(R"({"ping": 1})");
+  if (!mongoc_client_command_simple(client.get(), "admin", ping.get(), nullptr, nullptr, &error))
+    throw std::runtime_error("cannot reach " + endpoint + ": " + error.message);
+  return client;
+}
+
+CommandResult run_command(mongoc_client_t* client, const char* db, const bson_t* cmd) {
+  CommandResult r;
+  r.reply.reset(bson_new());
+  r.ok = mongoc_client_command_simple(client, db, cmd, nullptr, r.reply.get(), &r.error);
+  return r;
+}
+
+BsonPtr command(mongoc_client_t* client, const char* db, const bson_t* cmd, bool allow_failure) {
+  CommandResult r = run_command(client, db, cmd);
+  if (!r.ok && !allow_failure)
+    throw std::runtime_error(std::string("command failed on ") + db + ": " + to_json(cmd) +
+                             ": " + r.error.message);
+  return std::move(r.reply);
+}
+
+int run_main(const char* program, const std::function<int()>& run) {
+  mongoc_init();
+  int status;
+  try {
+    status = run();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: fatal: %s\n", program, e.what());
+    status = 1;
+  }
+  mongoc_cleanup();
+  return status;
+}
+
+}  // namespace bench_common

@@ -1,0 +1,64 @@
+// The mongo-c-driver side bucket_bench and attribute_bench share: owning
+// pointers, JSON <-> BSON, one connected client, commands.
+//
+// Contract:
+//   - json() parses relaxed extended JSON written in the bench and throws
+//     std::runtime_error on bad JSON; to_json() never throws.
+//   - number_at() is the number at a dotted path, std::nullopt when the path
+//     is missing or not a number.
+//   - connect() returns one handshaken connection (directConnection, error
+//     API v2) to HOST:PORT, so no timed op pays for connecting; it throws
+//     std::runtime_error when the endpoint does not answer a ping.
+//     mongoc_client_t is single-threaded: one client per thread.
+//   - run_command() reports failure in its result; command() throws
+//     std::runtime_error on failure unless `allow_failure`.
+//   - run_main() wraps a bench's run between mongoc_init() and
+//     mongoc_cleanup(): it returns what `run` returns, or 1 after printing
+//     "PROGRAM: fatal: what" to stderr when `run` throws.
+#pragma once
+
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace bench_common {
+
+struct BsonDeleter {
+  void operator()(bson_t* b) const { bson_destroy(b); }
+};
+using BsonPtr = std::unique_ptr<bson_t, BsonDeleter>;
+
+struct ClientDeleter {
+  void operator()(mongoc_client_t* c) const { mongoc_client_destroy(c); }
+};
+using ClientPtr = std::unique_ptr<mongoc_client_t, ClientDeleter>;
+
+struct CollectionDeleter {
+  void operator()(mongoc_collection_t* c) const { mongoc_collection_destroy(c); }
+};
+using CollectionPtr = std::unique_ptr<mongoc_collection_t, CollectionDeleter>;
+
+BsonPtr json(const std::string& text);
+std::string to_json(const bson_t* doc);
+std::optional<double> number_at(const bson_t* doc, const char* path);
+
+// `appname` names the bench in the server's logs.
+ClientPtr connect(const std::string& endpoint, const char* appname);
+
+struct CommandResult {
+  bool ok = false;
+  BsonPtr reply;
+  bson_error_t error{};
+};
+
+CommandResult run_command(mongoc_client_t* client, const char* db, const bson_t* cmd);
+BsonPtr command(mongoc_client_t* client, const char* db, const bson_t* cmd,
+                bool allow_failure = false);
+
+int run_main(const char* program, const std::function<int()>& run);
+
+}  // namespace bench_common
