@@ -268,27 +268,41 @@ Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
                      const AttributeProjection& projection) {
   auto array = Find(doc, rule.array_field);
   if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return Doc::FromBson(doc);
-  // Every element must be a {key: string, value} pair with a new name.
-  std::vector<std::pair<std::string, bson_iter_t>> fields;
-  std::set<std::string> seen;
+  // The document's own field names, to detect a pair that would clash.
+  std::vector<std::string_view> taken;
+  bson_iter_t it;
+  bson_iter_init(&it, doc);
+  while (bson_iter_next(&it)) taken.emplace_back(bson_iter_key(&it));
+  auto is_taken = [&](std::string_view name) {
+    return std::find(taken.begin(), taken.end(), name) != taken.end();
+  };
+  // Every element must be exactly a {key: string, value} pair with a new name.
+  std::vector<std::pair<std::string_view, bson_iter_t>> fields;
   bson_iter_t child, copy = *array;
   bson_iter_recurse(&copy, &child);
   while (bson_iter_next(&child)) {
     if (!BSON_ITER_HOLDS_DOCUMENT(&child)) return Doc::FromBson(doc);
-    uint32_t length = 0;
-    const uint8_t* data = nullptr;
-    bson_iter_document(&child, &length, &data);
-    bson_t pair;
-    bson_init_static(&pair, data, length);
-    auto key = FindString(&pair, rule.key_name);
-    auto value = Find(&pair, rule.value_name);
-    if (!key || !value || bson_count_keys(&pair) != 2 || Find(doc, *key) ||
-        !seen.insert(*key).second)
-      return Doc::FromBson(doc);
-    fields.emplace_back(*key, *value);
+    bson_iter_t pair;
+    if (!bson_iter_recurse(&child, &pair)) return Doc::FromBson(doc);
+    std::optional<std::string_view> name;
+    std::optional<bson_iter_t> value;
+    int members = 0;
+    while (bson_iter_next(&pair)) {
+      ++members;
+      std::string_view key = bson_iter_key(&pair);
+      if (key == rule.key_name && BSON_ITER_HOLDS_UTF8(&pair)) {
+        uint32_t length = 0;
+        const char* s = bson_iter_utf8(&pair, &length);
+        name = std::string_view(s, length);
+      } else if (key == rule.value_name) {
+        value = pair;
+      }
+    }
+    if (members != 2 || !name || !value || is_taken(*name)) return Doc::FromBson(doc);
+    taken.push_back(*name);
+    fields.emplace_back(*name, *value);
   }
   Doc out;
-  bson_iter_t it;
   bson_iter_init(&it, doc);
   while (bson_iter_next(&it)) {
     if (std::string_view(bson_iter_key(&it)) != rule.array_field)
