@@ -19,6 +19,15 @@ std::optional<std::string> StringField(const bson_t* doc, const char* key) {
 void AddMissingIds(Command& command) {
   auto documents = Find(command.body.get(), "documents");
   if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents)) return;
+  // Drivers give every document an _id: look before copying anything.
+  bool all_have_ids = true;
+  for (std::span<const uint8_t> view : ArrayDocumentViews(*documents)) {
+    bson_t doc;
+    bson_iter_t id;
+    all_have_ids = all_have_ids && bson_init_static(&doc, view.data(), view.size()) &&
+                   bson_iter_init_find(&id, &doc, "_id");
+  }
+  if (all_have_ids) return;
   std::vector<Doc> docs = ArrayDocuments(*documents);
   bool changed = false;
   for (Doc& doc : docs) {
