@@ -20,7 +20,7 @@ Doc RewriteCursorReply(const Doc& reply, const CursorFieldRewrite& rewrite) {
     bson_iter_recurse(&it, &child);
     while (bson_iter_next(&child)) {
       std::string_view field = bson_iter_key(&child);
-      if (!rewrite(field, child, &cursor)) AppendValue(&cursor, field, child);
+      if (!rewrite(field, child, CursorOut{&cursor})) AppendValue(&cursor, field, child);
     }
     bson_append_document_end(out.mut(), &cursor);
   }
@@ -29,15 +29,15 @@ Doc RewriteCursorReply(const Doc& reply, const CursorFieldRewrite& rewrite) {
 
 Doc WithCursor(const Doc& reply, std::optional<std::string_view> ns, std::optional<int64_t> id,
                int64_t* id_out) {
-  return RewriteCursorReply(reply, [&](std::string_view key, const bson_iter_t& value, bson_t* cursor) {
+  return RewriteCursorReply(reply, [&](std::string_view key, const bson_iter_t& value, CursorOut cursor) {
     if (key == "ns" && ns) {
-      AppendString(cursor, "ns", *ns);
+      AppendString(cursor.doc, "ns", *ns);
       return true;
     }
     if (key == "id") {
       if (id_out) *id_out = bson_iter_as_int64(&value);
       if (id) {
-        BSON_APPEND_INT64(cursor, "id", *id);
+        BSON_APPEND_INT64(cursor.doc, "id", *id);
         return true;
       }
     }

@@ -14,11 +14,17 @@
 
 namespace remold {
 
+// The "cursor" document being rebuilt (a wrapper: libbson's bson_t carries
+// an alignment attribute that std::function's signature would drop).
+struct CursorOut {
+  bson_t* doc;
+};
+
 // Called for each field of the reply's "cursor" document; returns true
-// when it appended its own version of the field to `cursor`, false to copy
-// the field as it is.
+// when it appended its own version of the field to `cursor.doc`, false to
+// copy the field as it is.
 using CursorFieldRewrite =
-    std::function<bool(std::string_view key, const bson_iter_t& value, bson_t* cursor)>;
+    std::function<bool(std::string_view key, const bson_iter_t& value, CursorOut cursor)>;
 
 Doc RewriteCursorReply(const Doc& reply, const CursorFieldRewrite& rewrite);
 
