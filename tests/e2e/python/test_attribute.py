@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import random
 import re
-import subprocess
 import threading
 import uuid
 from collections import Counter
@@ -48,7 +47,8 @@ from bson.regex import Regex
 from pymongo import ReturnDocument
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
-from conftest import require_binary, start_remold
+from conftest import start_remold
+from support import run_explain
 
 FIXED = ("name", "price", "category")
 ARRAY = "specs"
@@ -74,20 +74,6 @@ def write_rules(rules_dir: Path, db: str, collections: Iterable[str]) -> Path:
     for coll in collections:
         (rules_dir / f"{coll}.yaml").write_text(attribute_rule(db, coll))
     return rules_dir
-
-
-def run_explain(rules_dir: Path, db: str, command: dict) -> list[dict]:
-    """The backend commands ``remold explain`` prints for ``command``."""
-    binary = require_binary()
-    result = subprocess.run([str(binary), "explain", "--rules", str(rules_dir), "--db", db,
-                             json_util.dumps(command)],
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, f"remold explain failed: {result.stderr}"
-    lines = result.stdout.splitlines()
-    commands = [json_util.loads(lines[i + 1].strip()) for i, line in enumerate(lines)
-                if line.startswith("command ") and line.rstrip().endswith(":")]
-    assert commands, f"remold explain printed no backend command:\n{result.stdout}"
-    return commands
 
 
 def backend_supports_explain(direct_client, db: str) -> bool:

@@ -18,11 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
-import subprocess
 import threading
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Iterable, Optional
 
 import pymongo
@@ -30,10 +28,9 @@ import pytest
 from bson import ObjectId, json_util
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
-from pymongo import monitoring
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
-from conftest import require_binary
+from support import CommandLog, run_explain
 
 HOUR = dt.timedelta(hours=1)
 MINUTE = dt.timedelta(minutes=1)
@@ -168,44 +165,6 @@ def bucket_differences(actual_docs: list[dict], expected: dict, what: str) -> li
             problems.append("...")
             break
     return problems
-
-
-def run_explain(rules_dir: Path, db: str, command: dict) -> list[dict]:
-    """The backend commands ``remold explain`` prints for ``command``."""
-    binary = require_binary()
-    result = subprocess.run([str(binary), "explain", "--rules", str(rules_dir), "--db", db,
-                             json_util.dumps(command)],
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, f"remold explain failed: {result.stderr}"
-    lines = result.stdout.splitlines()
-    commands = []
-    for i, line in enumerate(lines):
-        if line.startswith("command ") and line.rstrip().endswith(":"):
-            commands.append(json_util.loads(lines[i + 1].strip()))
-    assert commands, f"remold explain printed no backend command:\n{result.stdout}"
-    return commands
-
-
-class CommandLog(monitoring.CommandListener):
-    def __init__(self):
-        self.started_events, self.succeeded_events = [], []
-        self._lock = threading.Lock()
-
-    def started(self, event):
-        with self._lock:
-            self.started_events.append(event)
-
-    def succeeded(self, event):
-        with self._lock:
-            self.succeeded_events.append(event)
-
-    def failed(self, event):
-        pass
-
-    def clear(self):
-        with self._lock:
-            self.started_events.clear()
-            self.succeeded_events.clear()
 
 
 def backend_honours_aggregate_batch_size(direct_client, db: str, collection: str) -> bool:

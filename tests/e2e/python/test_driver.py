@@ -17,32 +17,10 @@ import pytest
 from bson.binary import Binary
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
-from pymongo import ASCENDING, DESCENDING, IndexModel, monitoring
+from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.errors import BulkWriteError, OperationFailure
 
-
-class CommandLog(monitoring.CommandListener):
-    """Records every started/succeeded/failed command event."""
-
-    def __init__(self):
-        self.started_events, self.succeeded_events, self.failed_events = [], [], []
-        self._lock = threading.Lock()
-
-    def started(self, event):
-        with self._lock:
-            self.started_events.append(event)
-
-    def succeeded(self, event):
-        with self._lock:
-            self.succeeded_events.append(event)
-
-    def failed(self, event):
-        with self._lock:
-            self.failed_events.append(event)
-
-    @staticmethod
-    def names(events) -> list[str]:
-        return [e.command_name for e in events]
+from support import CommandLog
 
 
 @contextmanager
