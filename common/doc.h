@@ -62,6 +62,15 @@ void AppendDoc(bson_t* out, std::string_view key, const Doc& doc);
 void AppendArray(bson_t* out, std::string_view key, const std::vector<Doc>& docs);
 void AppendString(bson_t* out, std::string_view key, std::string_view value);
 
+// Calls fn(key, iter) for each element of the document or array value
+// under `parent`.
+template <class Fn>
+void ForEachChild(const bson_iter_t& parent, Fn&& fn) {
+  bson_iter_t child, copy = parent;
+  if (!bson_iter_recurse(&copy, &child)) return;
+  while (bson_iter_next(&child)) fn(std::string_view(bson_iter_key(&child)), child);
+}
+
 // The documents of an array value.
 std::vector<Doc> ArrayDocuments(const bson_iter_t& array_iter);
 // The same without copying: views into the buffer `array_iter` reads,

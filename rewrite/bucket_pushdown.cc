@@ -52,18 +52,14 @@ void PushTime(const BucketRule& rule, const bson_iter_t& value, Conjuncts& out) 
     return;
   }
   if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return;
-  bson_iter_t op;
-  bson_iter_t copy = value;
-  if (!bson_iter_recurse(&copy, &op)) return;
-  while (bson_iter_next(&op)) {
-    std::string_view name = bson_iter_key(&op);
-    if (!BSON_ITER_HOLDS_DATE_TIME(&op)) continue;
+  ForEachChild(value, [&](std::string_view name, const bson_iter_t& op) {
+    if (!BSON_ITER_HOLDS_DATE_TIME(&op)) return;
     int64_t t = bson_iter_date_time(&op);
     if (name == "$gte" || name == "$gt") AddDateConjunct(out, bt, "$gte", BucketStart(rule, t));
     else if (name == "$lt") AddDateConjunct(out, bt, "$lt", t);
     else if (name == "$lte") AddDateConjunct(out, bt, "$lte", t);
     else if (name == "$eq") AddDateConjunct(out, bt, "$eq", BucketStart(rule, t));
-  }
+  });
 }
 
 void PushSummary(const BucketSummary& summary, const bson_iter_t& value, Conjuncts& out) {
@@ -75,19 +71,15 @@ void PushSummary(const BucketSummary& summary, const bson_iter_t& value, Conjunc
     return;
   }
   if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return;
-  bson_iter_t op;
-  bson_iter_t copy = value;
-  if (!bson_iter_recurse(&copy, &op)) return;
-  while (bson_iter_next(&op)) {
-    std::string_view name = bson_iter_key(&op);
-    if (!IsNumber(op)) continue;
+  ForEachChild(value, [&](std::string_view name, const bson_iter_t& op) {
+    if (!IsNumber(op)) return;
     if ((name == "$gt" || name == "$gte") && summary.max) AddConjunct(out, max_path, name, op);
     else if ((name == "$lt" || name == "$lte") && summary.min) AddConjunct(out, min_path, name, op);
     else if (name == "$eq") {
       if (summary.max) AddConjunct(out, max_path, "$gte", op);
       if (summary.min) AddConjunct(out, min_path, "$lte", op);
     }
-  }
+  });
 }
 
 Doc Join(Conjuncts conjuncts) {
