@@ -163,7 +163,7 @@ awaitable<Session::Outcome> Session::RunCommands(const wire::Request& request, c
       co_return Outcome::kLost;
     }
     auto ok = Find(reply->get(), "ok");
-    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+    if ((!ok || bson_iter_as_double(&*ok) != 1.0) && !command.may_fail) {
       // The backend refused: the client gets its error as it is.
       co_return co_await SendReply(request, *reply) ? Outcome::kAnswered : Outcome::kLost;
     }
@@ -199,12 +199,17 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
   }
   std::vector<Doc> replies;
   Outcome outcome = co_await RunCommands(request, plan, plan.commands, replies);
-  if (outcome == Outcome::kContinue && plan.then)
-    outcome = co_await RunCommands(request, plan, plan.then(replies), replies);
+  for (Continuation then = plan.then; outcome == Outcome::kContinue && then;) {
+    Step step = then(replies);
+    outcome = co_await RunCommands(request, plan, step.commands, replies);
+    then = std::move(step.then);
+  }
   if (outcome == Outcome::kLost) co_return false;
   if (outcome == Outcome::kAnswered) co_return true;
   if (request.command == "drop") shared_.ensured.Clear();
   ShapedReply shaped = plan.shape(replies);
+  for (const std::string& warning : shaped.warnings)
+    spdlog::warn("session {}: rule {}: {}", id_, plan.rule, warning);
   if (!co_await SendReply(request, shaped.reply)) co_return false;
   if (!shaped.cursors_to_kill.empty()) {
     if (!co_await RoundTrip(KillCursorsCommand(shaped))) co_return false;

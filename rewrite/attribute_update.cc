@@ -349,7 +349,7 @@ Plan AttributeUpdatePlan(const Command& command_, const AttributeRule& a_, const
   plan.ensure.push_back(EnsureAttributeIndex(a_));
   plan.commands.push_back(std::move(find));
   plan.stop_on_write_errors = true;
-  plan.then = [steps](std::span<const Doc> replies) { return steps.Commands(replies); };
+  plan.then = [steps](std::span<const Doc> replies) { return Step{steps.Commands(replies), {}}; };
   plan.shape = [steps](std::span<const Doc> replies) { return steps.Shape(replies); };
   return plan;
 }

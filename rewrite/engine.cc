@@ -2,6 +2,7 @@
 
 #include "rewrite/attribute.h"
 #include "rewrite/bucket.h"
+#include "rewrite/computed.h"
 
 namespace remold {
 namespace {
@@ -17,15 +18,19 @@ void Continue(BackendCommand& command) {
   body = std::move(trimmed);
 }
 
+Continuation ContinuedAfter(Continuation then) {
+  return [then = std::move(then)](std::span<const Doc> replies) {
+    Step step = then(replies);
+    for (BackendCommand& command : step.commands) Continue(command);
+    if (step.then) step.then = ContinuedAfter(std::move(step.then));
+    return step;
+  };
+}
+
 void ContinueTransaction(Plan& plan) {
   for (size_t i = 1; i < plan.commands.size(); ++i) Continue(plan.commands[i]);
-  if (plan.then && !plan.commands.empty()) {  // what follows is never first
-    plan.then = [then = std::move(plan.then)](std::span<const Doc> replies) {
-      std::vector<BackendCommand> commands = then(replies);
-      for (BackendCommand& command : commands) Continue(command);
-      return commands;
-    };
-  }
+  // What follows is never first.
+  if (plan.then && !plan.commands.empty()) plan.then = ContinuedAfter(std::move(plan.then));
 }
 
 std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
@@ -43,7 +48,7 @@ std::optional<Plan> RewriteExplain(const Command& command, const RuleSet& rules,
   std::optional<Plan> plan = RewriteCommand(inner, rules, caps);
   if (!plan) return std::nullopt;
   if (plan->immediate_reply) return plan;
-  if (plan->commands.size() != 1 || !plan->commands[0].sequence_id.empty() ||
+  if (plan->commands.size() != 1 || !plan->commands[0].sequence_id.empty() || plan->then ||
       inner.name == "insert" || inner.name == "delete") {
     Plan refused;
     refused.rule = plan->rule;
@@ -85,6 +90,9 @@ std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
     }
     std::optional<Plan> operator()(const AttributeRule& attribute) const {
       return RewriteAttribute(command, rule, attribute, caps);
+    }
+    std::optional<Plan> operator()(const ComputedRule& computed) const {
+      return RewriteComputed(command, computed, caps);
     }
   };
   std::optional<Plan> plan = std::visit(Dispatch{command, *rule, caps}, rule->pattern);

@@ -23,6 +23,10 @@ struct BackendCommand {
   Doc body;
   std::string sequence_id;  // empty: no document sequence
   std::vector<Doc> sequence;
+  // A follow-up whose failure must not become the client's reply (the
+  // maintenance of a computed value after the client's write succeeded):
+  // an ok: 0 reply is handed to the plan like any other.
+  bool may_fail = false;
 };
 
 struct ShapedReply {
@@ -32,6 +36,19 @@ struct ShapedReply {
   std::vector<int64_t> cursors_to_kill;
   std::string kill_db;
   std::string kill_collection;
+  // What went wrong without failing the client's command (a maintained
+  // value left to reconciliation); the proxy logs each line.
+  std::vector<std::string> warnings;
+};
+
+// What runs after some backend commands ran: the next commands, and what
+// follows those, decided from all the replies so far (a read, then the
+// writes that depend on what it found, then a check of what they did...).
+struct Step;
+using Continuation = std::function<Step(std::span<const Doc> replies)>;
+struct Step {
+  std::vector<BackendCommand> commands;
+  Continuation then;  // empty: nothing follows
 };
 
 struct Plan {
@@ -46,10 +63,11 @@ struct Plan {
 
   std::vector<BackendCommand> commands;
 
-  // When set, called once after `commands` ran, with their replies; the
-  // commands it returns run next (a write that depends on what a read
-  // found, e.g. the one document an updateOne pins).
-  std::function<std::vector<BackendCommand>(std::span<const Doc> replies)> then;
+  // When set, called after `commands` ran, with their replies; the step it
+  // returns runs next (a write that depends on what a read found, e.g. the
+  // one document an updateOne pins), and so on while a step has a `then`.
+  // Each call sees every reply of the plan so far, in order.
+  Continuation then;
 
   // When set, execution stops after a reply that carries writeErrors
   // (ordered writes); a reply with ok: 0 always stops execution, and that

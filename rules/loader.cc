@@ -10,80 +10,12 @@
 #include <set>
 #include <sstream>
 
+#include "rules/computed_loader.h"
+#include "rules/file_context.h"
 #include "rules/rule.h"
 
 namespace remold {
 namespace {
-
-// Thrown inside the loader only; becomes one line of RuleLoadResult::errors.
-struct RuleError {
-  std::string message;
-};
-
-class FileContext {
- public:
-  explicit FileContext(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void Fail(const YAML::Node& node, const std::string& message) const {
-    int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 1;
-    throw RuleError{source_ + ":" + std::to_string(line) + ": " + message};
-  }
-
-  void CheckKeys(const YAML::Node& map, const std::string& where,
-                 const std::set<std::string>& allowed) const {
-    for (const auto& entry : map) {
-      std::string key = entry.first.as<std::string>();
-      if (!allowed.count(key)) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        Fail(entry.first, "unknown key '" + key + "' in " + where + ", expected one of: " + list);
-      }
-    }
-  }
-
-  std::string String(const YAML::Node& parent, const std::string& key, const std::string& where) const {
-    YAML::Node node = parent[key];
-    if (!node) Fail(parent, "missing '" + key + "' in " + where + ", expected a string");
-    if (!node.IsScalar()) Fail(node, "'" + key + "' must be a string");
-    return node.as<std::string>();
-  }
-
-  std::string OptionalString(const YAML::Node& parent, const std::string& key,
-                             const std::string& fallback) const {
-    YAML::Node node = parent[key];
-    if (!node) return fallback;
-    if (!node.IsScalar()) Fail(node, "'" + key + "' must be a string");
-    return node.as<std::string>();
-  }
-
-  std::vector<std::string> StringList(const YAML::Node& parent, const std::string& key) const {
-    std::vector<std::string> out;
-    YAML::Node node = parent[key];
-    if (!node) return out;
-    if (!node.IsSequence()) Fail(node, "'" + key + "' must be a list of field names");
-    for (const auto& item : node) {
-      if (!item.IsScalar()) Fail(item, "'" + key + "' must be a list of field names");
-      out.push_back(item.as<std::string>());
-    }
-    return out;
-  }
-
-  void CheckFieldName(const YAML::Node& node, const std::string& name, const std::string& what) const {
-    if (name.empty() || name.find('.') != std::string::npos || name[0] == '$')
-      Fail(node, what + " '" + name + "' must be a top-level field name (no '.', not starting with '$')");
-  }
-
- private:
-  std::string source_;
-};
-
-Namespace ParseNamespace(const FileContext& ctx, const YAML::Node& node, const std::string& text) {
-  size_t dot = text.find('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 == text.size() ||
-      text.find('$') != std::string::npos)
-    ctx.Fail(node, "namespace '" + text + "' must be 'database.collection'");
-  return {text.substr(0, dot), text.substr(dot + 1)};
-}
 
 // "90s", "15m", "1h", "1d" -> milliseconds.
 int64_t ParseSpan(const FileContext& ctx, const YAML::Node& node, const std::string& text) {
@@ -206,16 +138,6 @@ BucketRule ParseBucket(const FileContext& ctx, const YAML::Node& root, const Nam
   return rule;
 }
 
-bool ParseBool(const FileContext& ctx, const YAML::Node& parent, const std::string& key,
-               bool fallback) {
-  YAML::Node node = parent[key];
-  if (!node) return fallback;
-  std::string text = node.IsScalar() ? node.as<std::string>() : "";
-  if (text == "true") return true;
-  if (text == "false") return false;
-  ctx.Fail(node, "'" + key + "' must be true or false");
-}
-
 AttributeRule ParseAttribute(const FileContext& ctx, const YAML::Node& root,
                              const Namespace& logical) {
   YAML::Node a = root["attribute"];
@@ -254,7 +176,7 @@ AttributeRule ParseAttribute(const FileContext& ctx, const YAML::Node& root,
 Rule ParseRule(const YAML::Node& root, const std::string& source) {
   FileContext ctx(source);
   if (!root.IsMap()) ctx.Fail(root, "a rule file must be a mapping with 'namespace' and 'pattern'");
-  ctx.CheckKeys(root, "the rule", {"namespace", "pattern", "bucket", "attribute"});
+  ctx.CheckKeys(root, "the rule", {"namespace", "pattern", "bucket", "attribute", "computed"});
   std::string ns_text = ctx.String(root, "namespace", "the rule");
   Namespace logical = ParseNamespace(ctx, root["namespace"], ns_text);
   std::string pattern = ctx.String(root, "pattern", "the rule");
@@ -266,8 +188,10 @@ Rule ParseRule(const YAML::Node& root, const std::string& source) {
     rule.pattern = ParseBucket(ctx, root, logical);
   } else if (pattern == "attribute") {
     rule.pattern = ParseAttribute(ctx, root, logical);
+  } else if (pattern == "computed") {
+    rule.pattern = ParseComputed(ctx, root, logical);
   } else {
-    ctx.Fail(root["pattern"], "unknown pattern '" + pattern + "', expected: bucket, attribute");
+    ctx.Fail(root["pattern"], "unknown pattern '" + pattern + "', expected: bucket, attribute, computed");
   }
   for (const auto& entry : root) {
     std::string key = entry.first.as<std::string>();
@@ -304,6 +228,18 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
     if (bucket && owner.count(bucket->buckets.full()))
       errors.push_back(rule.source + ":1: bucket collection '" + bucket->buckets.full() +
                        "' is itself the logical namespace of a rule, expected a plain collection");
+  }
+  for (const Rule& rule : rules) {
+    const auto* computed = std::get_if<ComputedRule>(&rule.pattern);
+    if (!computed) continue;
+    for (const auto& aggregate : computed->aggregates) {
+      auto it = owner.find(aggregate.target.full());
+      if (it != owner.end())
+        errors.push_back(rule.source + ":1: target '" + aggregate.target.full() +
+                         "' has a rule of its own in " + it->second +
+                         "; remold writes maintained fields to it directly and would bypass "
+                         "that rule, expected a plain collection");
+    }
   }
   RuleLoadResult result;
   result.errors = std::move(errors);
