@@ -31,6 +31,14 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (const auto* attribute = std::get_if<AttributeRule>(&rule.pattern))
       out << "attribute rule '" << rule.name << "': " << attribute->logical.full() << " (array '"
           << attribute->array_field << "')\n";
+    if (const auto* computed = std::get_if<ComputedRule>(&rule.pattern)) {
+      out << "computed rule '" << rule.name << "': " << computed->logical.full();
+      for (const auto& aggregate : computed->aggregates)
+        out << " -> " << aggregate.target.full() << " (" << aggregate.fields.size() + aggregate.derived.size()
+            << " field(s))";
+      if (!computed->fields.empty()) out << ", " << computed->fields.size() << " computed field(s)";
+      out << "\n";
+    }
   }
   out << "remold check: " << result.rules->rules().size() << " rule(s) OK in " << args[0] << "\n";
   return 0;

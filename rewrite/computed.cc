@@ -1,0 +1,218 @@
+#include "rewrite/computed.h"
+
+#include <algorithm>
+
+#include "rewrite/computed_fields.h"
+#include "rewrite/computed_write.h"
+
+namespace remold {
+
+bool IsOk(const Doc& reply) {
+  auto ok = Find(reply.get(), "ok");
+  return ok && bson_iter_as_double(&*ok) == 1.0;
+}
+
+Doc ComputedWrite::Box(const bson_iter_t& value) {
+  Doc box;
+  AppendValue(box.mut(), "v", value);
+  return box;
+}
+
+ComputedWrite::ComputedWrite(const ComputedRule& rule, const Command& client)
+    : rule_(rule), client_(client), queue_(std::make_shared<CommandQueue>()) {
+  for (const auto& aggregate : rule_.aggregates)
+    for (const auto& f : aggregate.inputs)
+      if (std::find(inputs_.begin(), inputs_.end(), f) == inputs_.end()) inputs_.push_back(f);
+  maintenance_.reserve(rule_.aggregates.size());  // phases hold pointers into it
+  for (const auto& aggregate : rule_.aggregates)
+    maintenance_.emplace_back(aggregate, rule_.logical, client_, &warnings);
+}
+
+Doc ComputedWrite::InputProjection() const {
+  Doc projection;
+  BSON_APPEND_INT32(projection.mut(), "_id", 1);
+  for (const auto& f : inputs_)
+    if (f != "_id") BSON_APPEND_INT32(projection.mut(), f.c_str(), 1);
+  return projection;
+}
+
+void ComputedWrite::Record(const bson_t* before, const bson_t* after) {
+  for (auto& m : maintenance_) m.Record(before, after);
+}
+
+void ComputedWrite::ScheduleFollowUps() {
+  queue_->AddPhase([this] {
+    ScheduleComputedRepair(*queue_, rule_, client_, std::move(repair_ids_), &warnings);
+  });
+  for (auto& m : maintenance_) m.Schedule(*queue_);
+}
+
+Plan ComputedWrite::Finish(std::function<ShapedReply()> shape) {
+  Plan plan;
+  queue_->Install(plan);
+  plan.shape = [shape = std::move(shape)](std::span<const Doc>) { return shape(); };
+  return plan;
+}
+
+void ComputedWrite::NoteReply(const Doc& reply) {
+  if (auto wce = FindDocument(reply.get(), "writeConcernError")) write_concern_error = wce;
+  Doc times;
+  for (const char* key : {"$clusterTime", "operationTime"})
+    if (auto v = Find(reply.get(), key)) AppendValue(times.mut(), key, *v);
+  if (!times.empty()) cluster_time = std::move(times);
+}
+
+void ComputedWrite::FailStatement(size_t index, int code, const std::string& code_name,
+                                  const std::string& errmsg) {
+  Doc error;
+  BSON_APPEND_INT32(error.mut(), "index", static_cast<int32_t>(index));
+  BSON_APPEND_INT32(error.mut(), "code", code);
+  if (!code_name.empty()) AppendString(error.mut(), "codeName", code_name);
+  AppendString(error.mut(), "errmsg", errmsg);
+  write_errors.push_back(std::move(error));
+}
+
+void ComputedWrite::FailStatement(size_t index, const Doc& reply) {
+  FailStatement(index, static_cast<int>(FindInteger(reply.get(), "code").value_or(8)),
+                FindString(reply.get(), "codeName").value_or(""),
+                FindString(reply.get(), "errmsg").value_or("the backend refused the write"));
+}
+
+Doc ComputedWrite::WriteReply(bool with_modified) const {
+  Doc reply;
+  bson_t* r = reply.mut();
+  BSON_APPEND_INT32(r, "n", static_cast<int32_t>(n));
+  if (with_modified) BSON_APPEND_INT32(r, "nModified", static_cast<int32_t>(n_modified));
+  if (!upserted.empty()) AppendArray(r, "upserted", upserted);
+  if (!write_errors.empty()) {
+    std::vector<Doc> sorted = write_errors;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Doc& a, const Doc& b) {
+      return FindInteger(a.get(), "index").value_or(0) < FindInteger(b.get(), "index").value_or(0);
+    });
+    AppendArray(r, "writeErrors", sorted);
+  }
+  if (write_concern_error) AppendDoc(r, "writeConcernError", *write_concern_error);
+  if (cluster_time) bson_concat(r, cluster_time->get());
+  BSON_APPEND_DOUBLE(r, "ok", 1.0);
+  return reply;
+}
+
+BackendCommand SourceFindAndModify(const ComputedRule& rule) {
+  BackendCommand command;
+  AppendString(command.body.mut(), "findAndModify", rule.logical.collection);
+  command.may_fail = true;
+  return command;
+}
+
+void Seal(BackendCommand& command, const ComputedRule& rule, const Command& client, ArgumentTarget target) {
+  CopyGenericArguments(client, target, command.body.mut());
+  AppendString(command.body.mut(), "$db", rule.logical.db);
+  command.may_fail = true;
+}
+
+// Inserts: computed fields set before storage; then each inserted
+// document's contribution to its targets.
+std::optional<Plan> ComputedInsert(const Command& command, const ComputedRule& rule) {
+  const bson_t* body = command.body.get();
+  std::optional<bson_iter_t> documents = Find(body, "documents");
+  if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents)) return std::nullopt;  // the backend explains
+  const bool ordered = FindBool(body, "ordered").value_or(true);
+
+  auto state = std::make_shared<ComputedWrite>(rule, command);
+  struct Accepted {
+    size_t index;
+    Doc doc;
+  };
+  auto accepted = std::make_shared<std::vector<Accepted>>();
+  size_t index = 0;
+  for (Doc& doc : ArrayDocuments(*documents)) {
+    const size_t i = index++;
+    if (rule.fields.empty()) {
+      accepted->push_back({i, std::move(doc)});
+      continue;
+    }
+    Doc out;
+    if (auto error = WithComputedFields(rule, doc.get(), out)) {
+      state->FailStatement(i, error->code, error->code_name, error->message);
+      if (ordered) break;
+      continue;
+    }
+    accepted->push_back({i, std::move(out)});
+  }
+  if (accepted->empty()) {
+    Plan plan;
+    plan.immediate_reply = state->WriteReply(false);
+    return plan;
+  }
+
+  BackendCommand insert;
+  bson_t* b = insert.body.mut();
+  AppendString(b, "insert", rule.logical.collection);
+  BSON_APPEND_BOOL(b, "ordered", ordered);
+  Seal(insert, rule, command, ArgumentTarget::kWrite);
+  insert.sequence_id = "documents";
+  for (const auto& a : *accepted) insert.sequence.push_back(a.doc);
+
+  ComputedWrite* w = state.get();
+  w->queue().Push(std::move(insert), [w, accepted, ordered](const Doc& reply) {
+    if (!IsOk(reply)) {
+      // Nothing was inserted: the client gets the backend's error.
+      w->n = 0;
+      w->stopped = true;
+      w->write_errors.clear();
+      w->FailStatement(accepted->front().index, reply);
+      return;
+    }
+    w->NoteReply(reply);
+    w->n = FindInteger(reply.get(), "n").value_or(0);
+    std::vector<bool> failed(accepted->size(), false);
+    std::optional<size_t> first_failure;
+    if (auto errors = Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
+      for (const Doc& error : ArrayDocuments(*errors)) {
+        size_t at = static_cast<size_t>(FindInteger(error.get(), "index").value_or(0));
+        if (at >= accepted->size()) continue;
+        failed[at] = true;
+        if (!first_failure || at < *first_failure) first_failure = at;
+        Doc mapped;
+        BSON_APPEND_INT32(mapped.mut(), "index", static_cast<int32_t>((*accepted)[at].index));
+        bson_iter_t it;
+        bson_iter_init(&it, error.get());
+        while (bson_iter_next(&it))
+          if (std::string_view(bson_iter_key(&it)) != "index") AppendValue(mapped.mut(), bson_iter_key(&it), it);
+        w->write_errors.push_back(std::move(mapped));
+      }
+    }
+    if (ordered && first_failure) {
+      // The backend stopped there: refusals of later documents were never reached.
+      const size_t stop = (*accepted)[*first_failure].index;
+      std::erase_if(w->write_errors, [stop](const Doc& e) {
+        return FindInteger(e.get(), "index").value_or(0) > static_cast<int64_t>(stop);
+      });
+    }
+    std::vector<bool> retried(accepted->size(), false);
+    if (auto ids = Find(reply.get(), "retriedStmtIds"); ids && BSON_ITER_HOLDS_ARRAY(&*ids)) {
+      ForEachChild(*ids, [&](std::string_view, const bson_iter_t& id) {
+        int64_t at = bson_iter_as_int64(&id);
+        if (at >= 0 && static_cast<size_t>(at) < retried.size()) retried[at] = true;
+      });
+    }
+    for (size_t k = 0; k < accepted->size(); ++k) {
+      if (failed[k] || (ordered && first_failure && k > *first_failure)) continue;
+      if (!retried[k]) w->Record(nullptr, (*accepted)[k].doc.get());  // a retry was counted the first time
+    }
+  });
+  w->ScheduleFollowUps();
+  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings}; });
+}
+
+std::optional<Plan> RewriteComputed(const Command& command, const ComputedRule& rule,
+                                    const Capabilities&) {
+  const std::string& name = command.name;
+  if (name == "insert") return ComputedInsert(command, rule);
+  if (name == "delete") return ComputedDelete(command, rule);
+  if (name == "update") return ComputedUpdate(command, rule);
+  if (name == "findAndModify" || name == "findandmodify") return ComputedFindAndModify(command, rule);
+  return std::nullopt;
+}
+
+}  // namespace remold

@@ -1,0 +1,117 @@
+// Deletes from a computed rule's source collection: each document is
+// removed by findAndModify, so the values its targets lose are exactly
+// those of the document removed (a document deleted concurrently by
+// someone else is theirs to account for).
+#include "rewrite/computed_write.h"
+
+namespace remold {
+namespace {
+
+// Documents a delete-many removes per round: read their _ids, remove each.
+constexpr int32_t kDeleteRound = 1000;
+
+struct DeleteStatement {
+  size_t index;
+  Doc q;
+  bool many;
+  std::optional<Doc> collation;
+  std::optional<Doc> hint;  // {v: hint}
+};
+
+void AppendOptions(bson_t* body, const DeleteStatement& s) {
+  if (s.collation) AppendDoc(body, "collation", *s.collation);
+  if (s.hint) AppendValue(body, "hint", *Find(s.hint->get(), "v"));
+}
+
+// Removes the document `query` matches; records what it removed.
+void QueueRemove(ComputedWrite* w, const DeleteStatement& s, const Doc& query, ArgumentTarget target) {
+  BackendCommand remove = SourceFindAndModify(w->rule());
+  bson_t* b = remove.body.mut();
+  AppendDoc(b, "query", query);
+  BSON_APPEND_BOOL(b, "remove", true);
+  AppendDoc(b, "fields", w->InputProjection());
+  AppendOptions(b, s);
+  Seal(remove, w->rule(), w->client(), target);
+  const size_t index = s.index;
+  w->queue().Push(std::move(remove), [w, index](const Doc& reply) {
+    if (!IsOk(reply)) {
+      w->FailStatement(index, reply);
+      w->stopped = true;
+      return;
+    }
+    w->NoteReply(reply);
+    std::optional<bson_iter_t> found = Find(reply.get(), "value");
+    if (!found || !BSON_ITER_HOLDS_DOCUMENT(&*found)) return;  // nothing matched (any more)
+    std::optional<Doc> value = FindDocument(reply.get(), "value");
+    w->n += 1;
+    if (!Find(reply.get(), "retriedStmtId")) w->Record(value->get(), nullptr);
+  });
+}
+
+void QueueRound(ComputedWrite* w, std::shared_ptr<DeleteStatement> s) {
+  BackendCommand find;
+  bson_t* b = find.body.mut();
+  AppendString(b, "find", w->rule().logical.collection);
+  AppendDoc(b, "filter", s->q);
+  Doc id_only;
+  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
+  AppendDoc(b, "projection", id_only);
+  BSON_APPEND_INT32(b, "limit", kDeleteRound);
+  BSON_APPEND_INT32(b, "batchSize", kDeleteRound);
+  BSON_APPEND_BOOL(b, "singleBatch", true);
+  AppendOptions(b, *s);
+  Seal(find, w->rule(), w->client(), ArgumentTarget::kRead);
+  w->queue().Push(std::move(find), [w, s](const Doc& reply) {
+    if (!IsOk(reply)) {
+      w->FailStatement(s->index, reply);
+      w->stopped = true;
+      return;
+    }
+    std::vector<Doc> ids;
+    if (auto cursor = FindDocument(reply.get(), "cursor"))
+      if (auto batch = Find(cursor->get(), "firstBatch")) ids = ArrayDocuments(*batch);
+    for (const Doc& id : ids) {
+      Doc by_id, query;
+      AppendValue(by_id.mut(), "_id", *Find(id.get(), "_id"));
+      AppendArray(query.mut(), "$and", {s->q, by_id});
+      QueueRemove(w, *s, query, ArgumentTarget::kPreparatoryWrite);
+    }
+    // More may match: another round after these removals.
+    if (ids.size() == static_cast<size_t>(kDeleteRound)) QueueRound(w, s);
+  });
+}
+
+}  // namespace
+
+std::optional<Plan> ComputedDelete(const Command& command, const ComputedRule& rule) {
+  if (rule.aggregates.empty()) return std::nullopt;  // nothing maintained elsewhere
+  const bson_t* body = command.body.get();
+  std::optional<bson_iter_t> deletes = Find(body, "deletes");
+  if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes)) return std::nullopt;
+  const bool ordered = FindBool(body, "ordered").value_or(true);
+  std::vector<Doc> statements = ArrayDocuments(*deletes);
+  if (statements.empty()) return std::nullopt;
+
+  auto state = std::make_shared<ComputedWrite>(rule, command);
+  ComputedWrite* w = state.get();
+  // A single delete-one keeps the client's txnNumber: it is one findAndModify.
+  const bool single = statements.size() == 1;
+  for (size_t i = 0; i < statements.size(); ++i) {
+    auto s = std::make_shared<DeleteStatement>();
+    s->index = i;
+    s->q = FindDocument(statements[i].get(), "q").value_or(Doc());
+    s->many = FindInteger(statements[i].get(), "limit").value_or(0) == 0;
+    s->collation = FindDocument(statements[i].get(), "collation");
+    if (auto hint = Find(statements[i].get(), "hint")) s->hint = ComputedWrite::Box(*hint);
+    w->queue().AddPhase([w, s, ordered, single] {
+      if (w->stopped && ordered) return;
+      w->stopped = false;
+      if (s->many) QueueRound(w, s);
+      else QueueRemove(w, *s, s->q, single ? ArgumentTarget::kWrite : ArgumentTarget::kPreparatoryWrite);
+    });
+  }
+  w->ScheduleFollowUps();
+  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings}; });
+}
+
+}  // namespace remold

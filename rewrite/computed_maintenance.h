@@ -1,0 +1,84 @@
+// Keeping the maintained fields of one ComputedAggregate in step with the
+// source documents a client write changed.
+//
+// The write's changes are recorded first (each source document's inputs
+// before and after it); Schedule then queues, phase after phase:
+//  1. one update per target: $inc of counts and sums, $max/$min of the
+//     new values (upserting a missing target when the rule says so);
+//  2. the latest values: set where the target's max of `by` is the new
+//     document's (so the latest write of a concurrent pair wins);
+//  3. recomputation where a removed value may have been the target's min
+//     or max: read the extreme from the source, compare-and-set it, and
+//     read again until what was set is still the extreme;
+//  4. derived fields: read the targets, compute, compare-and-set on the
+//     values they were computed from.
+// Every step is safe under concurrent writers: increments commute, and a
+// compare-and-set that misses means a later writer changed the values and
+// repairs them itself. The commands carry no txnNumber outside a
+// transaction; inside one they join it.
+//
+// Pure: commands are queued on a CommandQueue; problems become warnings.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rewrite/command.h"
+#include "rewrite/command_queue.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+class AggregateMaintenance {
+ public:
+  AggregateMaintenance(const ComputedAggregate& aggregate, const Namespace& source,
+                       const Command& client, std::vector<std::string>* warnings);
+
+  // A source document's inputs (the aggregate's `inputs`) before and after
+  // the write; nullptr for "did not exist" / "no longer exists".
+  void Record(const bson_t* before, const bson_t* after);
+
+  void Schedule(CommandQueue& queue);
+
+ private:
+  struct NumberDelta {
+    int64_t integer = 0;
+    double real = 0;
+    bool is_real = false;
+    bool touched = false;
+    void Add(const bson_iter_t& value, int sign);
+  };
+  struct Target {
+    Doc link;  // {v: link value}
+    int64_t count = 0;
+    bool adds = false;
+    std::vector<NumberDelta> sums;             // by field index
+    std::vector<std::optional<Doc>> best;      // {v}: the new min/max candidate
+    std::vector<std::optional<Doc>> lost;      // {v}: the removed extreme
+    std::vector<std::optional<Doc>> latest_by; // {v}
+    std::vector<std::optional<Doc>> latest_of; // {v}, or empty: absent
+  };
+
+  size_t TargetFor(const bson_iter_t& link);  // index in targets_, added if new
+  void Add(Target& target, size_t field, const bson_t* doc);
+  void Remove(Target& target, size_t field, const bson_t* doc);
+
+  Doc LinkFilter(const Target& target) const;
+  Doc MainUpdate(const Target& target) const;
+  BackendCommand UpdateCommand(const std::vector<Doc>& statements) const;
+  // `expected`: {v: value} the target must still hold, or empty: absent.
+  void ScheduleRecompute(CommandQueue& queue, size_t target, size_t field, Doc expected, int round);
+  void ScheduleDerived(CommandQueue& queue);
+  void WarnOnFailure(const Doc& reply, const std::string& what);
+
+  ComputedAggregate aggregate_;
+  Namespace source_;
+  Command client_;
+  std::vector<std::string>* warnings_;
+  std::vector<Target> targets_;
+  std::map<std::string, size_t> by_link_;  // link value bytes -> targets_ index
+};
+
+}  // namespace remold
