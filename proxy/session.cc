@@ -156,6 +156,8 @@ awaitable<Session::Outcome> Session::RunCommands(const wire::Request& request, c
                                                 const std::vector<BackendCommand>& commands,
                                                 std::vector<Doc>& replies) {
   for (const BackendCommand& command : commands) {
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("session {}: rule {}: sends {}", id_, plan.rule, FoldedCommand(command).ToRelaxedJson());
     std::optional<Doc> reply = co_await RoundTrip(command);
     if (!reply) {
       spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,

@@ -92,7 +92,7 @@ Expression ParseExpression(const FileContext& ctx, const YAML::Node& node, int d
     ctx.Fail(node.begin()->first, "unknown expression operator '" + op + "', expected one of: " +
                                       OperatorList());
   e.kind = it->second;
-  const YAML::Node value = node.begin()->second;
+  const YAML::Node value = node[op];
   if (e.kind == Expression::Kind::kEach) {
     ctx.CheckKeys(node, "'each'", {"each", "of"});
     if (!value.IsScalar()) ctx.Fail(value, "'each' must name an array field");
