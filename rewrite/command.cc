@@ -72,7 +72,7 @@ Doc ErrorReply(int code, std::string_view code_name, std::string_view message) {
   BSON_APPEND_DOUBLE(doc.mut(), "ok", 0.0);
   AppendString(doc.mut(), "errmsg", message);
   BSON_APPEND_INT32(doc.mut(), "code", code);
-  AppendString(doc.mut(), "codeName", code_name);
+  if (!code_name.empty()) AppendString(doc.mut(), "codeName", code_name);
   return doc;
 }
 

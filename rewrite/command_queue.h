@@ -24,6 +24,11 @@ class CommandQueue : public std::enable_shared_from_this<CommandQueue> {
 
   void Push(BackendCommand command, OnReply on_reply);
   bool empty() const { return pending_.empty(); }
+  // Drops every queued command and phase: the plan ends after this reply.
+  void Clear() {
+    pending_.clear();
+    phases_.clear();
+  }
 
   // Phases run in order: when the queue is empty (at the start, and after
   // a reply was handled), the next phase is called to queue its commands;

@@ -25,7 +25,45 @@ ComputedWrite::ComputedWrite(const ComputedRule& rule, const Command& client)
       if (std::find(inputs_.begin(), inputs_.end(), f) == inputs_.end()) inputs_.push_back(f);
   maintenance_.reserve(rule_.aggregates.size());  // phases hold pointers into it
   for (const auto& aggregate : rule_.aggregates)
-    maintenance_.emplace_back(aggregate, rule_.logical, client_, &warnings);
+    maintenance_.emplace_back(aggregate, rule_.logical, client_, &warnings,
+                              [this](const Doc& error) { Abort(error); });
+}
+
+void ComputedWrite::Abort(const Doc& reply) {
+  failure = reply;
+  halted = stopped = true;
+  queue_->Clear();
+}
+
+void ComputedWrite::StatementFailed(size_t index, const Doc& reply) {
+  stopped = true;
+  if (InTransaction(client_)) {
+    Abort(reply);
+  } else if (Find(reply.get(), "errorLabels")) {
+    failure = reply;  // what was done before still gets its follow-ups
+    halted = true;
+  } else {
+    FailStatement(index, reply);
+  }
+}
+
+bool IsRetryableWrite(const Command& client) {
+  return Find(client.body.get(), "txnNumber").has_value() && !InTransaction(client);
+}
+
+Doc RetryableWriteRefused(const ComputedRule& rule, const std::string& what) {
+  return ErrorReply(20, "IllegalOperation",
+                    "remold: " + what + " on " + rule.logical.full() +
+                        " (a computed rule) cannot stay a retryable write: remold runs it as one "
+                        "command per document, which the backend cannot deduplicate on a retry. "
+                        "Send the statements one per command, or use a transaction");
+}
+
+Doc OneDocument(const bson_iter_t& id, const Doc& q) {
+  Doc query;
+  AppendValue(query.mut(), "_id", id);
+  if (!q.empty()) AppendArray(query.mut(), "$and", {q});
+  return query;
 }
 
 Doc ComputedWrite::InputProjection() const {
@@ -42,7 +80,8 @@ void ComputedWrite::Record(const bson_t* before, const bson_t* after) {
 
 void ComputedWrite::ScheduleFollowUps() {
   queue_->AddPhase([this] {
-    ScheduleComputedRepair(*queue_, rule_, client_, std::move(repair_ids_), &warnings);
+    ScheduleComputedRepair(*queue_, rule_, client_, std::move(repair_ids_), &warnings,
+                           [this](const Doc& error) { Abort(error); });
   });
   for (auto& m : maintenance_) m.Schedule(*queue_);
 }
@@ -50,7 +89,22 @@ void ComputedWrite::ScheduleFollowUps() {
 Plan ComputedWrite::Finish(std::function<ShapedReply()> shape) {
   Plan plan;
   queue_->Install(plan);
-  plan.shape = [shape = std::move(shape)](std::span<const Doc>) { return shape(); };
+  plan.shape = [this, shape = std::move(shape)](std::span<const Doc> replies) {
+    ShapedReply shaped = failure ? ShapedReply{*failure, {}, {}, {}, warnings} : shape();
+    // The cluster time after the last follow-up, so a causally consistent
+    // read that follows sees the maintained values too.
+    for (auto r = replies.rbegin(); r != replies.rend(); ++r) {
+      if (!Find(r->get(), "$clusterTime")) continue;
+      Doc with_time;
+      bson_copy_to_excluding_noinit(shaped.reply.get(), with_time.mut(), "$clusterTime",
+                                    "operationTime", nullptr);
+      for (const char* key : {"$clusterTime", "operationTime"})
+        if (auto v = Find(r->get(), key)) AppendValue(with_time.mut(), key, *v);
+      shaped.reply = std::move(with_time);
+      break;
+    }
+    return shaped;
+  };
   return plan;
 }
 
@@ -105,6 +159,7 @@ BackendCommand SourceFindAndModify(const ComputedRule& rule) {
 }
 
 void Seal(BackendCommand& command, const ComputedRule& rule, const Command& client, ArgumentTarget target) {
+  if (auto let = Find(client.body.get(), "let")) AppendValue(command.body.mut(), "let", *let);
   CopyGenericArguments(client, target, command.body.mut());
   AppendString(command.body.mut(), "$db", rule.logical.db);
   command.may_fail = true;
@@ -116,6 +171,8 @@ std::optional<Plan> ComputedInsert(const Command& command, const ComputedRule& r
   const bson_t* body = command.body.get();
   std::optional<bson_iter_t> documents = Find(body, "documents");
   if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents)) return std::nullopt;  // the backend explains
+  bson_iter_t first;
+  if (!bson_iter_recurse(&*documents, &first) || !bson_iter_next(&first)) return std::nullopt;
   const bool ordered = FindBool(body, "ordered").value_or(true);
 
   auto state = std::make_shared<ComputedWrite>(rule, command);
@@ -156,11 +213,8 @@ std::optional<Plan> ComputedInsert(const Command& command, const ComputedRule& r
   ComputedWrite* w = state.get();
   w->queue().Push(std::move(insert), [w, accepted, ordered](const Doc& reply) {
     if (!IsOk(reply)) {
-      // Nothing was inserted: the client gets the backend's error.
-      w->n = 0;
-      w->stopped = true;
-      w->write_errors.clear();
-      w->FailStatement(accepted->front().index, reply);
+      // Nothing was inserted: the client gets the backend's error as it is.
+      w->Abort(reply);
       return;
     }
     w->NoteReply(reply);

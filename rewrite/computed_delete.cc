@@ -4,6 +4,8 @@
 // someone else is theirs to account for).
 #include "rewrite/computed_write.h"
 
+#include <functional>
+
 namespace remold {
 namespace {
 
@@ -23,8 +25,10 @@ void AppendOptions(bson_t* body, const DeleteStatement& s) {
   if (s.hint) AppendValue(body, "hint", *Find(s.hint->get(), "v"));
 }
 
-// Removes the document `query` matches; records what it removed.
-void QueueRemove(ComputedWrite* w, const DeleteStatement& s, const Doc& query, ArgumentTarget target) {
+// Removes the document `query` matches; records what it removed. Calls
+// `next` after a success (the statement goes on), not after a failure.
+void QueueRemove(ComputedWrite* w, const DeleteStatement& s, const Doc& query, ArgumentTarget target,
+                 std::function<void()> next = nullptr) {
   BackendCommand remove = SourceFindAndModify(w->rule());
   bson_t* b = remove.body.mut();
   AppendDoc(b, "query", query);
@@ -33,19 +37,34 @@ void QueueRemove(ComputedWrite* w, const DeleteStatement& s, const Doc& query, A
   AppendOptions(b, s);
   Seal(remove, w->rule(), w->client(), target);
   const size_t index = s.index;
-  w->queue().Push(std::move(remove), [w, index](const Doc& reply) {
+  w->queue().Push(std::move(remove), [w, index, next](const Doc& reply) {
     if (!IsOk(reply)) {
-      w->FailStatement(index, reply);
-      w->stopped = true;
+      w->StatementFailed(index, reply);
       return;
     }
     w->NoteReply(reply);
     std::optional<bson_iter_t> found = Find(reply.get(), "value");
-    if (!found || !BSON_ITER_HOLDS_DOCUMENT(&*found)) return;  // nothing matched (any more)
-    std::optional<Doc> value = FindDocument(reply.get(), "value");
-    w->n += 1;
-    if (!Find(reply.get(), "retriedStmtId")) w->Record(value->get(), nullptr);
+    if (found && BSON_ITER_HOLDS_DOCUMENT(&*found)) {  // else nothing matched (any more)
+      w->n += 1;
+      std::optional<Doc> value = FindDocument(reply.get(), "value");
+      if (!Find(reply.get(), "retriedStmtId")) w->Record(value->get(), nullptr);
+    }
+    if (next) next();
   });
+}
+
+void QueueRound(ComputedWrite* w, std::shared_ptr<DeleteStatement> s);
+
+// Removes the round's documents one after the other; a failure ends the
+// statement, as it ends a delete-many on the backend.
+void QueueRemoveAt(ComputedWrite* w, std::shared_ptr<DeleteStatement> s,
+                   std::shared_ptr<std::vector<Doc>> ids, size_t k) {
+  if (k == ids->size()) {
+    if (!ids->empty()) QueueRound(w, s);  // more may match now
+    return;
+  }
+  QueueRemove(w, *s, OneDocument(*Find((*ids)[k].get(), "_id"), s->q), ArgumentTarget::kPreparatoryWrite,
+              [w, s, ids, k] { QueueRemoveAt(w, s, ids, k + 1); });
 }
 
 void QueueRound(ComputedWrite* w, std::shared_ptr<DeleteStatement> s) {
@@ -63,21 +82,13 @@ void QueueRound(ComputedWrite* w, std::shared_ptr<DeleteStatement> s) {
   Seal(find, w->rule(), w->client(), ArgumentTarget::kRead);
   w->queue().Push(std::move(find), [w, s](const Doc& reply) {
     if (!IsOk(reply)) {
-      w->FailStatement(s->index, reply);
-      w->stopped = true;
+      w->StatementFailed(s->index, reply);
       return;
     }
-    std::vector<Doc> ids;
+    auto ids = std::make_shared<std::vector<Doc>>();
     if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch")) ids = ArrayDocuments(*batch);
-    for (const Doc& id : ids) {
-      Doc by_id, query;
-      AppendValue(by_id.mut(), "_id", *Find(id.get(), "_id"));
-      AppendArray(query.mut(), "$and", {s->q, by_id});
-      QueueRemove(w, *s, query, ArgumentTarget::kPreparatoryWrite);
-    }
-    // More may match: another round after these removals.
-    if (ids.size() == static_cast<size_t>(kDeleteRound)) QueueRound(w, s);
+      if (auto batch = Find(cursor->get(), "firstBatch")) *ids = ArrayDocuments(*batch);
+    QueueRemoveAt(w, s, ids, 0);
   });
 }
 
@@ -92,10 +103,17 @@ std::optional<Plan> ComputedDelete(const Command& command, const ComputedRule& r
   std::vector<Doc> statements = ArrayDocuments(*deletes);
   if (statements.empty()) return std::nullopt;
 
-  auto state = std::make_shared<ComputedWrite>(rule, command);
-  ComputedWrite* w = state.get();
   // A single delete-one keeps the client's txnNumber: it is one findAndModify.
   const bool single = statements.size() == 1;
+  if (IsRetryableWrite(command) &&
+      (!single || FindInteger(statements[0].get(), "limit").value_or(0) == 0)) {
+    Plan plan;
+    plan.immediate_reply = RetryableWriteRefused(rule, single ? "a delete of many documents"
+                                                              : "a delete of several statements");
+    return plan;
+  }
+  auto state = std::make_shared<ComputedWrite>(rule, command);
+  ComputedWrite* w = state.get();
   for (size_t i = 0; i < statements.size(); ++i) {
     auto s = std::make_shared<DeleteStatement>();
     s->index = i;
@@ -104,7 +122,7 @@ std::optional<Plan> ComputedDelete(const Command& command, const ComputedRule& r
     s->collation = FindDocument(statements[i].get(), "collation");
     if (auto hint = Find(statements[i].get(), "hint")) s->hint = ComputedWrite::Box(*hint);
     w->queue().AddPhase([w, s, ordered, single] {
-      if (w->stopped && ordered) return;
+      if (w->halted || (w->stopped && ordered)) return;
       w->stopped = false;
       if (s->many) QueueRound(w, s);
       else QueueRemove(w, *s, s->q, single ? ArgumentTarget::kWrite : ArgumentTarget::kPreparatoryWrite);

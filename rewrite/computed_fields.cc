@@ -12,6 +12,11 @@ constexpr int kImmutableField = 66;
 
 std::string_view FirstComponent(std::string_view path) { return path.substr(0, path.find('.')); }
 
+bool IsOkReply(const Doc& reply) {
+  auto ok = Find(reply.get(), "ok");
+  return ok && bson_iter_as_double(&*ok) == 1.0;
+}
+
 const ComputedField* FieldNamed(const ComputedRule& rule, std::string_view name) {
   for (const auto& f : rule.fields)
     if (f.field == name) return &f;
@@ -101,7 +106,8 @@ std::optional<StatementError> PrepareUpdate(const ComputedRule& rule, const Clie
 }
 
 void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const Command& client,
-                            std::vector<Doc> ids, std::vector<std::string>* warnings) {
+                            std::vector<Doc> ids, std::vector<std::string>* warnings,
+                            std::function<void(const Doc& error)> abort) {
   if (ids.empty() || rule.fields.empty()) return;
   const std::vector<std::string> inputs = ComputedInputs(rule);
   BackendCommand read;
@@ -123,7 +129,14 @@ void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const
   CopyGenericArguments(client, ArgumentTarget::kRead, body);
   AppendString(body, "$db", rule.logical.db);
   read.may_fail = true;
-  queue.Push(std::move(read), [&queue, &rule, &client, inputs, warnings](const Doc& reply) {
+  queue.Push(std::move(read), [&queue, &rule, &client, inputs, warnings, abort](const Doc& reply) {
+    if (!IsOkReply(reply)) {
+      if (InTransaction(client)) abort(reply);
+      else warnings->push_back("reading " + rule.logical.full() + " to set computed fields failed: " +
+                               FindString(reply.get(), "errmsg").value_or("no errmsg") +
+                               "; run `remold reconcile`");
+      return;
+    }
     std::vector<Doc> docs;
     if (auto cursor = FindDocument(reply.get(), "cursor"))
       if (auto batch = Find(cursor->get(), "firstBatch")) docs = ArrayDocuments(*batch);
@@ -169,10 +182,16 @@ void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const
     update.sequence_id = "updates";
     update.sequence = std::move(statements);
     update.may_fail = true;
-    queue.Push(std::move(update), [warnings, &rule](const Doc& reply) {
-      if (FindInteger(reply.get(), "ok").value_or(0) != 1 || Find(reply.get(), "writeErrors"))
-        warnings->push_back("setting computed fields of " + rule.logical.full() + " failed: " +
-                            reply.ToRelaxedJson() + "; run `remold reconcile`");
+    queue.Push(std::move(update), [warnings, &rule, &client, abort](const Doc& reply) {
+      if (IsOkReply(reply) && !Find(reply.get(), "writeErrors")) return;
+      if (InTransaction(client)) {
+        abort(IsOkReply(reply) ? ErrorReply(8, "", "remold: setting computed fields of " +
+                                                       rule.logical.full() + " failed")
+                               : reply);
+        return;
+      }
+      warnings->push_back("setting computed fields of " + rule.logical.full() + " failed: " +
+                          reply.ToRelaxedJson() + "; run `remold reconcile`");
     });
   });
 }

@@ -4,6 +4,7 @@
 // Pure.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,7 +42,10 @@ std::vector<std::string> ComputedInputs(const ComputedRule& rule);
 // Queues the repair of documents `ids` (each {v: _id}) after an update:
 // read them, compute, and set what differs where the inputs are unchanged
 // (a miss means a later writer changed them and repairs them itself).
+// Inside the client's transaction a failure calls `abort` with the error
+// instead (the backend aborted the transaction).
 void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const Command& client,
-                            std::vector<Doc> ids, std::vector<std::string>* warnings);
+                            std::vector<Doc> ids, std::vector<std::string>* warnings,
+                            std::function<void(const Doc& error)> abort);
 
 }  // namespace remold

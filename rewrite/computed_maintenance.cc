@@ -88,8 +88,13 @@ void AggregateMaintenance::NumberDelta::Add(const bson_iter_t& value, int sign) 
 
 AggregateMaintenance::AggregateMaintenance(const ComputedAggregate& aggregate,
                                            const Namespace& source, const Command& client,
-                                           std::vector<std::string>* warnings)
-    : aggregate_(aggregate), source_(source), client_(client), warnings_(warnings) {}
+                                           std::vector<std::string>* warnings,
+                                           std::function<void(const Doc& error)> abort)
+    : aggregate_(aggregate),
+      source_(source),
+      client_(client),
+      warnings_(warnings),
+      abort_(std::move(abort)) {}
 
 size_t AggregateMaintenance::TargetFor(const bson_iter_t& link) {
   Doc box = Boxed(link);
@@ -112,7 +117,6 @@ size_t AggregateMaintenance::TargetFor(const bson_iter_t& link) {
 
 void AggregateMaintenance::Add(Target& target, size_t i, const bson_t* doc) {
   const MaintainedField& field = aggregate_.fields[i];
-  target.adds = true;
   std::optional<bson_iter_t> of = field.of.empty() ? std::nullopt : Find(doc, field.of);
   switch (field.op) {
     case Op::kCount:
@@ -182,7 +186,7 @@ void AggregateMaintenance::Record(const bson_t* before, const bson_t* after) {
     if (from) Remove(*from, i, before);
     if (to) Add(*to, i, after);
   }
-  if (to && !same_link) to->adds = true;
+  if (to && !same_link) to->adds = true;  // a target gaining a source may be created
 }
 
 Doc AggregateMaintenance::LinkFilter(const Target& target) const {
@@ -232,18 +236,30 @@ BackendCommand AggregateMaintenance::UpdateCommand(const std::vector<Doc>& state
 }
 
 void AggregateMaintenance::WarnOnFailure(const Doc& reply, const std::string& what) {
+  std::string failure;
+  int code = 8;  // UnknownError
   auto ok = Find(reply.get(), "ok");
   if (!ok || bson_iter_as_double(&*ok) != 1.0) {
-    warnings_->push_back(what + " failed: " + FindString(reply.get(), "errmsg").value_or("no errmsg") +
-                         "; run `remold reconcile` to repair " + aggregate_.target.full());
+    failure = FindString(reply.get(), "errmsg").value_or("no errmsg");
+  } else if (auto errors = Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
+    for (const Doc& error : ArrayDocuments(*errors)) {
+      if (failure.empty()) code = static_cast<int>(FindInteger(error.get(), "code").value_or(8));
+      failure += (failure.empty() ? "" : "; ") + FindString(error.get(), "errmsg").value_or("no errmsg");
+    }
+  }
+  if (failure.empty()) return;
+  if (InTransaction(client_)) {
+    // The backend aborted the client's transaction: it gets the error.
+    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+      abort_(reply);
+    } else {
+      abort_(ErrorReply(code, "",
+                        "remold: " + what + " " + aggregate_.target.full() + " failed: " + failure));
+    }
     return;
   }
-  if (auto errors = Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
-    for (const Doc& error : ArrayDocuments(*errors))
-      warnings_->push_back(what + " failed for a target in " + aggregate_.target.full() + ": " +
-                           FindString(error.get(), "errmsg").value_or("no errmsg") +
-                           "; run `remold reconcile` to repair it");
-  }
+  warnings_->push_back(what + " " + aggregate_.target.full() + " failed: " + failure +
+                       "; run `remold reconcile` to repair it");
 }
 
 void AggregateMaintenance::Schedule(CommandQueue& queue) {

@@ -20,6 +20,7 @@
 // Pure: commands are queued on a CommandQueue; problems become warnings.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,8 +34,11 @@ namespace remold {
 
 class AggregateMaintenance {
  public:
+  // `abort` is called with an error reply when a step fails inside the
+  // client's transaction (the backend aborted it: nothing more may run).
   AggregateMaintenance(const ComputedAggregate& aggregate, const Namespace& source,
-                       const Command& client, std::vector<std::string>* warnings);
+                       const Command& client, std::vector<std::string>* warnings,
+                       std::function<void(const Doc& error)> abort);
 
   // A source document's inputs (the aggregate's `inputs`) before and after
   // the write; nullptr for "did not exist" / "no longer exists".
@@ -77,6 +81,7 @@ class AggregateMaintenance {
   Namespace source_;
   Command client_;
   std::vector<std::string>* warnings_;
+  std::function<void(const Doc& error)> abort_;
   std::vector<Target> targets_;
   std::map<std::string, size_t> by_link_;  // link value bytes -> targets_ index
 };

@@ -5,6 +5,7 @@
 // and are read back otherwise. Statements that touch no input, and a write
 // with none of those, go to the backend unchanged.
 #include <algorithm>
+#include <functional>
 
 #include "rewrite/computed_fields.h"
 #include "rewrite/computed_update_apply.h"
@@ -95,9 +96,9 @@ std::optional<Doc> ValueOf(const Doc& reply) {
 }
 
 // Runs `query` through findAndModify with the statement's update, and
-// handles what it changed. `on_done(matched, upserted_id)` follows.
+// records what it changed; `next` follows a success (not a failure).
 void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc& query, bool upsert,
-                 ArgumentTarget target) {
+                 ArgumentTarget target, std::function<void()> next = nullptr) {
   BackendCommand modify = SourceFindAndModify(w->rule());
   bson_t* b = modify.body.mut();
   AppendDoc(b, "query", query);
@@ -107,13 +108,13 @@ void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc
   bson_concat(b, s->options.get());
   AppendDoc(b, "fields", w->InputProjection());
   Seal(modify, w->rule(), w->client(), target);
-  w->queue().Push(std::move(modify), [w, s](const Doc& reply) {
+  w->queue().Push(std::move(modify), [w, s, next](const Doc& reply) {
     if (!IsOk(reply)) {
-      w->FailStatement(s->index, reply);
-      w->stopped = true;
+      w->StatementFailed(s->index, reply);
       return;
     }
     w->NoteReply(reply);
+    if (next) next();
     const bool retried = Find(reply.get(), "retriedStmtId").has_value();
     std::optional<Doc> before = ValueOf(reply);
     std::optional<Doc> last_error = FindDocument(reply.get(), "lastErrorObject");
@@ -133,6 +134,15 @@ void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc
   });
 }
 
+// Updates the documents one after the other; a failure ends the
+// statement, as it ends an update-many on the backend.
+void QueueModifyAt(ComputedWrite* w, std::shared_ptr<UpdateStatement> s,
+                   std::shared_ptr<std::vector<Doc>> ids, size_t k) {
+  if (k == ids->size()) return;
+  QueueModify(w, s, OneDocument(*Find((*ids)[k].get(), "_id"), s->q), false,
+              ArgumentTarget::kPreparatoryWrite, [w, s, ids, k] { QueueModifyAt(w, s, ids, k + 1); });
+}
+
 void QueueUpdateMany(ComputedWrite* w, std::shared_ptr<UpdateStatement> s) {
   BackendCommand find;
   bson_t* b = find.body.mut();
@@ -149,8 +159,7 @@ void QueueUpdateMany(ComputedWrite* w, std::shared_ptr<UpdateStatement> s) {
   Seal(find, w->rule(), w->client(), ArgumentTarget::kRead);
   w->queue().Push(std::move(find), [w, s](const Doc& reply) {
     if (!IsOk(reply)) {
-      w->FailStatement(s->index, reply);
-      w->stopped = true;
+      w->StatementFailed(s->index, reply);
       return;
     }
     std::vector<Doc> ids;
@@ -167,12 +176,7 @@ void QueueUpdateMany(ComputedWrite* w, std::shared_ptr<UpdateStatement> s) {
       QueueModify(w, s, s->q, true, ArgumentTarget::kPreparatoryWrite);
       return;
     }
-    for (const Doc& id : ids) {
-      Doc by_id, query;
-      AppendValue(by_id.mut(), "_id", *Find(id.get(), "_id"));
-      AppendArray(query.mut(), "$and", {s->q, by_id});
-      QueueModify(w, s, query, false, ArgumentTarget::kPreparatoryWrite);
-    }
+    QueueModifyAt(w, s, std::make_shared<std::vector<Doc>>(std::move(ids)), 0);
   });
 }
 
@@ -186,8 +190,7 @@ void QueuePlain(ComputedWrite* w, const Doc& statement, size_t index, ArgumentTa
   update.sequence.push_back(statement);
   w->queue().Push(std::move(update), [w, index](const Doc& reply) {
     if (!IsOk(reply)) {
-      w->FailStatement(index, reply);
-      w->stopped = true;
+      w->StatementFailed(index, reply);
       return;
     }
     w->NoteReply(reply);
@@ -232,7 +235,15 @@ std::optional<Plan> ComputedUpdate(const Command& command, const ComputedRule& r
   if (!any_work) return std::nullopt;
 
   const bool single = statements.size() == 1;
+  if (IsRetryableWrite(command) &&
+      (!single || FindBool(statements[0].get(), "multi").value_or(false))) {
+    Plan plan;
+    plan.immediate_reply = RetryableWriteRefused(
+        rule, single ? "an update of many documents" : "an update of several statements");
+    return plan;
+  }
   const ArgumentTarget own = single ? ArgumentTarget::kWrite : ArgumentTarget::kPreparatoryWrite;
+  std::vector<std::optional<StatementError>> refusals;
   for (size_t i = 0; i < statements.size(); ++i) {
     const Doc& statement = statements[i];
     auto s = std::make_shared<UpdateStatement>();
@@ -244,8 +255,9 @@ std::optional<Plan> ComputedUpdate(const Command& command, const ComputedRule& r
     const bool work = needs[i];
     std::optional<StatementError> refusal;
     if (work) refusal = PrepareUpdate(rule, ClientUpdateOf(*Find(statement.get(), "u")), s->update);
+    refusals.push_back(refusal);
     w->queue().AddPhase([w, s, statement, work, refusal, ordered, own] {
-      if (w->stopped && ordered) return;
+      if (w->halted || (w->stopped && ordered)) return;
       w->stopped = false;
       if (refusal) {
         w->FailStatement(s->index, refusal->code, refusal->code_name, refusal->message);
@@ -258,6 +270,18 @@ std::optional<Plan> ComputedUpdate(const Command& command, const ComputedRule& r
         QueueModify(w, s, s->q, s->upsert, own);
       }
     });
+  }
+  const bool all_refused = std::all_of(refusals.begin(), refusals.end(), [](const auto& r) { return r.has_value(); });
+  if ((ordered && refusals.front()) || all_refused) {
+    // Nothing would reach the backend: remold answers by itself.
+    for (size_t i = 0; i < refusals.size(); ++i) {
+      if (!refusals[i]) continue;
+      w->FailStatement(i, refusals[i]->code, refusals[i]->code_name, refusals[i]->message);
+      if (ordered) break;
+    }
+    Plan plan;
+    plan.immediate_reply = w->WriteReply(true);
+    return plan;
   }
   w->ScheduleFollowUps();
   return w->Finish([state] { return ShapedReply{state->WriteReply(true), {}, {}, {}, state->warnings}; });

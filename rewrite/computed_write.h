@@ -51,6 +51,8 @@ class ComputedWrite {
   std::optional<Doc> write_concern_error;
   std::optional<Doc> cluster_time;  // {$clusterTime, operationTime} of the last client write
   bool stopped = false;             // an ordered write failed
+  bool halted = false;              // no further statement runs, ordered or not
+  std::optional<Doc> failure;       // the reply the client gets as it is
   std::vector<std::string> warnings;
 
   // Folds one backend write reply's generic fields in.
@@ -58,6 +60,13 @@ class ComputedWrite {
   // Records a failed statement (an ok: 0 reply, or a refusal).
   void FailStatement(size_t index, int code, const std::string& code_name, const std::string& errmsg);
   void FailStatement(size_t index, const Doc& error_reply);
+  // A backend ok: 0 reply to the client's own write. One that drivers act
+  // on (errorLabels: retryable, transient) or that ends the client's
+  // transaction goes back as it is; any other is a write error at `index`.
+  void StatementFailed(size_t index, const Doc& reply);
+  // Inside the client's transaction, a follow-up failed: the backend
+  // aborted the transaction; nothing more runs, and the client gets `reply`.
+  void Abort(const Doc& reply);
   // The client's write reply: {n, [nModified], [upserted], [writeErrors], ok}.
   Doc WriteReply(bool with_modified) const;
 
@@ -85,5 +94,16 @@ void Seal(BackendCommand& command, const ComputedRule& rule, const Command& clie
 
 // Whether a reply says ok: 1.
 bool IsOk(const Doc& reply);
+
+// A write outside a transaction that the client may retry (it carries a
+// txnNumber): one the rewrite can keep exactly-once only as one command.
+bool IsRetryableWrite(const Command& client);
+
+// The refusal of a retryable write remold cannot keep exactly-once.
+Doc RetryableWriteRefused(const ComputedRule& rule, const std::string& what);
+
+// {_id: <id>, $and: [q]}: q, for one document (the _id first, for any
+// backend's fast path).
+Doc OneDocument(const bson_iter_t& id, const Doc& q);
 
 }  // namespace remold

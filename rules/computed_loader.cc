@@ -303,6 +303,16 @@ ComputedRule ParseComputed(const FileContext& ctx, const YAML::Node& root, const
     }
   }
   if (c["fields"]) rule.fields = ParseComputedFields(ctx, c["fields"], "fields");
+  for (size_t i = 0; i < rule.aggregates.size(); ++i) {
+    for (const auto& input : rule.aggregates[i].inputs) {
+      for (const auto& field : rule.fields) {
+        if (field.field == input)
+          ctx.Fail(c["aggregates"][i], "the aggregate reads '" + input +
+                                           "', a computed field of this collection; aggregates are "
+                                           "maintained from stored fields only (aggregate its inputs)");
+      }
+    }
+  }
   if (rule.aggregates.empty() && rule.fields.empty())
     ctx.Fail(c, "a computed rule needs 'aggregates', 'fields', or both");
   std::string mode = ctx.OptionalString(c, "on_client_write", "reject");

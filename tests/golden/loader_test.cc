@@ -929,6 +929,20 @@ TEST(ComputedRuleLoader, ExpressionErrors) {
   }
 }
 
+TEST(ComputedRuleLoader, AggregateOfAComputedFieldIsRefused) {
+  // The repair of `total` after an update is not itself maintained: an
+  // aggregate must read stored inputs.
+  EXPECT_EQ(ComputedError(kHead +
+                          "  aggregates:\n"
+                          "    - target: customers\n"
+                          "      link: customerId\n"
+                          "      fields: {spent: {sum: total}}\n"
+                          "  fields:\n"
+                          "    total: {sum: {each: items, of: price}}\n"),
+            "c.yaml:5: the aggregate reads 'total', a computed field of this collection; aggregates "
+            "are maintained from stored fields only (aggregate its inputs)");
+}
+
 TEST(ComputedRuleLoader, ExpressionErrorLinesPointAtTheNode) {
   EXPECT_EQ(ComputedError(kHead + "  fields:\n    out:\n      sum:\n        - a\n        - b..c\n"),
             "c.yaml:8: field path 'b..c' must be field names joined by '.', without '$'");
