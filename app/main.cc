@@ -3,9 +3,12 @@
 //   remold serve [flags]   run the proxy (see `remold serve --help`)
 //   remold check DIR       validate rule files
 //   remold explain ...     dry-run the rewrite of one command
+//   remold reconcile ...   recompute computed rules' values, report drift, fix
 //   remold --version
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
@@ -14,6 +17,7 @@
 
 #include "app/config.h"
 #include "app/explain.h"
+#include "app/reconcile.h"
 #include "app/rule_reloader.h"
 #include "proxy/server.h"
 
@@ -29,6 +33,9 @@ constexpr const char* kUsage =
     "  remold check DIR       validate a rules directory (exit 1 on any error)\n"
     "  remold explain --rules DIR [--db DB] '<command as Extended JSON>'\n"
     "                         print the backend commands remold would send (dry run)\n"
+    "  remold reconcile --config FILE [--rule NAME] [--fix]\n"
+    "                         recompute the computed rules' values from the source data,\n"
+    "                         report drift (exit 1), repair it with --fix\n"
     "  remold --version       print the version\n";
 
 void SetUpLogging(const std::string& level) {
@@ -115,6 +122,7 @@ int main(int argc, char** argv) {
   if (args[0] == "serve") return Serve(rest);
   if (args[0] == "check") return remold::RunCheck(rest, std::cout, std::cerr);
   if (args[0] == "explain") return remold::RunExplain(rest, std::cout, std::cerr);
+  if (args[0] == "reconcile") return remold::RunReconcile(rest, std::cout, std::cerr, isatty(STDERR_FILENO));
   std::cerr << "remold: unknown command '" << args[0] << "'\n" << kUsage;
   return 2;
 }

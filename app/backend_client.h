@@ -1,0 +1,69 @@
+// A synchronous connection to the backend for `remold reconcile`, over
+// libmongoc: the only file of app/ that speaks to a server.
+//
+// Every failure throws BackendError with the server's or driver's message.
+// Single-threaded: one BackendClient per thread.
+#pragma once
+
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "proxy/backend_uri.h"
+#include "rules/rule.h"
+
+struct _mongoc_client_t;
+
+namespace remold {
+
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The libmongoc URI for remold's backend URI: its hosts and connect timeout,
+// and its replicaSet / directConnection options (remold itself ignores
+// them; the driver uses them to find the primary).
+std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend);
+
+// One document of a result, valid during the callback (a wrapper: libbson's
+// bson_t carries an alignment attribute that std::function's signature
+// would drop).
+struct DocumentView {
+  const bson_t* bson;
+};
+
+struct UpdateResult {
+  int64_t matched = 0;
+  int64_t upserted = 0;
+};
+
+class BackendClient {
+ public:
+  using DocumentFn = std::function<void(DocumentView)>;
+
+  explicit BackendClient(const std::string& mongoc_uri);
+  ~BackendClient();
+  BackendClient(const BackendClient&) = delete;
+  BackendClient& operator=(const BackendClient&) = delete;
+
+  // Checks that the backend answers.
+  void Ping();
+  // The collection's document count from metadata; nullopt when unknown.
+  std::optional<int64_t> EstimatedCount(const Namespace& ns);
+  // Calls `each` for every document find(filter, options) returns.
+  void Find(const Namespace& ns, const bson_t* filter, const bson_t* options, const DocumentFn& each);
+  // Runs `pipeline` (a BSON array) with allowDiskUse and calls `each` per result.
+  void Aggregate(const Namespace& ns, const bson_t* pipeline, const DocumentFn& each);
+  UpdateResult UpdateOne(const Namespace& ns, const bson_t* filter, const bson_t* update, bool upsert);
+
+ private:
+  _mongoc_client_t* client_ = nullptr;
+};
+
+}  // namespace remold

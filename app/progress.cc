@@ -1,0 +1,90 @@
+#include "app/progress.h"
+
+#include <algorithm>
+#include <ostream>
+
+namespace remold {
+namespace {
+
+constexpr std::chrono::milliseconds kTerminalInterval{100};
+constexpr std::chrono::seconds kLineInterval{2};
+
+std::string Fraction(int64_t done, std::optional<int64_t> total, bool thousands) {
+  auto number = [&](int64_t n) { return thousands ? WithThousands(n) : std::to_string(n); };
+  return total ? number(done) + "/" + number(*total) : number(done);
+}
+
+}  // namespace
+
+std::string WithThousands(int64_t number) {
+  std::string digits = std::to_string(number < 0 ? -number : number);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return number < 0 ? "-" + out : out;
+}
+
+std::string RenderBar(int64_t done, std::optional<int64_t> total, const std::string& noun, int width) {
+  if (!total) return WithThousands(done) + " " + noun;
+  // The total is an estimate: a scan may pass it.
+  int64_t percent = *total > 0 ? std::min<int64_t>(100, done * 100 / *total) : 100;
+  int64_t filled = percent * width / 100;
+  std::string bar = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "] ";
+  return bar + std::to_string(percent) + "%  " + Fraction(done, total, true) + " " + noun;
+}
+
+std::string RenderProgressLine(const std::string& rule, int64_t done, std::optional<int64_t> total,
+                               const std::string& ns) {
+  return "reconcile: rule " + rule + ": " + Fraction(done, total, false) + " " + ns + " checked";
+}
+
+Progress::Progress(std::ostream& err, bool terminal, std::string rule, std::string ns, std::string noun,
+                   std::optional<int64_t> total)
+    : err_(err),
+      terminal_(terminal),
+      rule_(std::move(rule)),
+      ns_(std::move(ns)),
+      noun_(std::move(noun)),
+      total_(total),
+      last_(Clock::now()) {
+  if (terminal_) Draw();
+}
+
+Progress::~Progress() {
+  if (drawn_) err_ << "\n" << std::flush;
+}
+
+void Progress::Step() {
+  ++done_;
+  Clock::time_point now = Clock::now();
+  auto interval = terminal_ ? std::chrono::duration_cast<Clock::duration>(kTerminalInterval)
+                            : std::chrono::duration_cast<Clock::duration>(kLineInterval);
+  if (now - last_ < interval && (drawn_ || !terminal_)) return;
+  last_ = now;
+  Draw();
+}
+
+void Progress::Clear() {
+  if (!terminal_ || !drawn_) return;
+  err_ << "\r\x1b[K" << std::flush;
+  drawn_ = false;
+}
+
+void Progress::Finish() {
+  Draw();
+  if (terminal_) err_ << "\n" << std::flush;
+  drawn_ = false;
+}
+
+void Progress::Draw() {
+  if (terminal_) {
+    err_ << "\r" << RenderBar(done_, total_, noun_) << "\x1b[K" << std::flush;
+    drawn_ = true;
+  } else {
+    err_ << RenderProgressLine(rule_, done_, total_, ns_) << "\n" << std::flush;
+  }
+}
+
+}  // namespace remold

@@ -1,0 +1,63 @@
+// Progress of a long scan, on stderr.
+//
+// On a terminal: one line redrawn in place with '\r', at most ten times a
+// second:  [########............] 41%  4,812/11,630 posts
+// Otherwise: a plain line at most every 2 s, and one at the end:
+//   reconcile: rule comments: 4812/11630 blog.posts checked
+// `total` is an estimate (a count taken before the scan); without one the
+// bar shows the count alone.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+namespace remold {
+
+// 4812 -> "4,812".
+std::string WithThousands(int64_t number);
+
+// "[########............] 41%  4,812/11,630 posts"; without a total,
+// "4,812 posts".
+std::string RenderBar(int64_t done, std::optional<int64_t> total, const std::string& noun,
+                      int width = 20);
+
+// "reconcile: rule comments: 4812/11630 blog.posts checked".
+std::string RenderProgressLine(const std::string& rule, int64_t done, std::optional<int64_t> total,
+                               const std::string& ns);
+
+class Progress {
+ public:
+  // `noun` names the scanned documents on the bar ("posts"), `ns` on the
+  // plain lines ("blog.posts").
+  Progress(std::ostream& err, bool terminal, std::string rule, std::string ns, std::string noun,
+           std::optional<int64_t> total);
+  // A bar left drawn (the scan was cut short) gets its newline.
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  // One more document scanned.
+  void Step();
+  // Clears a drawn bar so a report line can be printed; the next Step()
+  // draws it again.
+  void Clear();
+  // The final state; a terminal gets a newline after the bar.
+  void Finish();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void Draw();
+
+  std::ostream& err_;
+  bool terminal_;
+  std::string rule_, ns_, noun_;
+  std::optional<int64_t> total_;
+  int64_t done_ = 0;
+  bool drawn_ = false;
+  Clock::time_point last_;
+};
+
+}  // namespace remold

@@ -1,0 +1,188 @@
+#include "app/reconcile.h"
+
+#include <optional>
+#include <ostream>
+
+#include "app/backend_client.h"
+#include "app/config.h"
+#include "app/reconcile_aggregate.h"
+#include "app/reconcile_context.h"
+#include "app/reconcile_fields.h"
+#include "rules/loader.h"
+
+namespace remold {
+namespace {
+
+constexpr int kClean = 0;
+constexpr int kDriftLeft = 1;
+constexpr int kError = 2;
+
+struct Options {
+  std::vector<std::string> config_args;  // --config, --backend, --rules, for LoadServeConfig
+  std::optional<std::string> rule;
+  bool fix = false;
+  bool help = false;
+};
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Options ParseOptions(const std::vector<std::string>& args) {
+  Options options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+    } else if (arg == "--fix") {
+      options.fix = true;
+    } else if (arg == "--rule" || arg == "--config" || arg == "--backend" || arg == "--rules") {
+      if (i + 1 >= args.size()) throw UsageError(arg + ": expected a value (see remold reconcile --help)");
+      if (arg == "--rule") {
+        options.rule = args[++i];
+      } else {
+        options.config_args.push_back(arg);
+        options.config_args.push_back(args[++i]);
+      }
+    } else {
+      throw UsageError("unknown argument '" + arg + "' (see remold reconcile --help)");
+    }
+  }
+  return options;
+}
+
+// "a bucket rule", "an attribute rule".
+std::string PatternName(const Rule& rule) {
+  if (std::holds_alternative<BucketRule>(rule.pattern)) return "a bucket rule";
+  if (std::holds_alternative<AttributeRule>(rule.pattern)) return "an attribute rule";
+  return "a computed rule";
+}
+
+std::string ComputedRuleNames(const RuleSet& rules) {
+  std::string names;
+  for (const Rule& rule : rules.rules()) {
+    if (std::holds_alternative<ComputedRule>(rule.pattern)) names += (names.empty() ? "" : ", ") + rule.name;
+  }
+  return names.empty() ? "none" : names;
+}
+
+// The rules to reconcile: the one named, or every computed rule.
+std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<std::string>& name,
+                                     const std::string& directory) {
+  std::vector<const Rule*> selected;
+  for (const Rule& rule : rules.rules()) {
+    if (name && rule.name != *name) continue;
+    if (name && !std::holds_alternative<ComputedRule>(rule.pattern))
+      throw UsageError("rule '" + *name + "' (" + rule.source + ") is " + PatternName(rule) +
+                       "; only computed rules are reconciled (computed rules: " +
+                       ComputedRuleNames(rules) + ")");
+    if (std::holds_alternative<ComputedRule>(rule.pattern)) selected.push_back(&rule);
+  }
+  if (name && selected.empty())
+    throw UsageError("no rule named '" + *name + "' in " + directory + " (computed rules: " +
+                     ComputedRuleNames(rules) + ")");
+  return selected;
+}
+
+std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule) {
+  const auto& computed = std::get<ComputedRule>(rule.pattern);
+  std::vector<Summary> summaries;
+  for (const ComputedAggregate& aggregate : computed.aggregates)
+    summaries.push_back(CheckAggregate(context, rule.name, computed.logical, aggregate));
+  if (!computed.fields.empty()) summaries.push_back(CheckFields(context, rule.name, computed));
+  return summaries;
+}
+
+// What to do: the configuration and the rules, checked before connecting.
+struct Plan {
+  Config config;
+  std::shared_ptr<const RuleSet> rules;
+  std::vector<const Rule*> selected;
+  bool fix = false;
+};
+
+// Throws UsageError or ConfigError; rule file errors are printed to `err`.
+Plan Prepare(const Options& options, std::ostream& err) {
+  Plan plan;
+  plan.fix = options.fix;
+  plan.config = LoadServeConfig(options.config_args);
+  if (plan.config.rules_dir.empty()) throw UsageError("rules: required (set --rules or the 'rules' key)");
+  RuleLoadResult loaded = LoadRuleDirectory(plan.config.rules_dir);
+  for (const std::string& error : loaded.errors) err << error << "\n";
+  if (!loaded.errors.empty()) throw UsageError(std::to_string(loaded.errors.size()) + " error(s) in the rules");
+  plan.rules = loaded.rules;
+  plan.selected = SelectRules(*plan.rules, options.rule, plan.config.rules_dir);
+  return plan;
+}
+
+// Connects, checks every selected rule, prints the summaries and the total.
+int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_is_terminal) {
+  BackendClient backend(MongocUri(plan.config.backend_uri, plan.config.backend));
+  try {
+    backend.Ping();
+  } catch (const BackendError& e) {
+    throw BackendError("cannot reach the backend " + plan.config.backend_uri + ": " + e.what());
+  }
+  CheckContext context{backend, plan.fix, out, err, err_is_terminal};
+  int64_t drifted = 0, fixed = 0;
+  for (const Rule* rule : plan.selected) {
+    try {
+      for (const Summary& summary : ReconcileRule(context, *rule)) {
+        out << FormatSummary(summary) << "\n" << std::flush;
+        drifted += summary.drifted;
+        fixed += summary.fixed;
+      }
+    } catch (const BackendError& e) {
+      throw BackendError("rule " + rule->name + ": backend error: " + e.what());
+    }
+  }
+  out << FormatTotal(drifted, fixed) << "\n" << std::flush;
+  return drifted > fixed ? kDriftLeft : kClean;
+}
+
+}  // namespace
+
+std::string ReconcileUsage() {
+  return "usage: remold reconcile --config FILE [--rule NAME] [--fix]\n"
+         "\n"
+         "Recomputes every value the computed rules maintain from the source data and\n"
+         "reports the documents that drifted; with --fix, repairs them.\n"
+         "\n"
+         "flags:\n"
+         "  --config FILE   the configuration `remold serve` reads (backend, rules)\n"
+         "  --backend URI   override the backend of the file\n"
+         "  --rules DIR     override the rules directory of the file\n"
+         "  --rule NAME     only the computed rule of this file stem (default: all)\n"
+         "  --fix           repair drifted documents (guarded: a document changed\n"
+         "                  meanwhile is left alone and reported)\n"
+         "\n"
+         "exit status: 0 no drift (or all fixed), 1 drift left, 2 error\n";
+}
+
+int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                 bool err_is_terminal) {
+  const std::string prefix = "remold reconcile: ";
+  try {
+    Options options = ParseOptions(args);
+    if (options.help) {
+      out << ReconcileUsage();
+      return kClean;
+    }
+    Plan plan = Prepare(options, err);
+    if (plan.selected.empty()) {
+      err << prefix << "no computed rules in " << plan.config.rules_dir << "; nothing to do\n";
+      return kClean;
+    }
+    return Reconcile(plan, out, err, err_is_terminal);
+  } catch (const UsageError& e) {
+    err << prefix << e.what() << "\n";
+  } catch (const ConfigError& e) {
+    err << prefix << "config error: " << e.what() << "\n";
+  } catch (const BackendError& e) {
+    err << prefix << e.what() << "\n";
+  }
+  return kError;
+}
+
+}  // namespace remold

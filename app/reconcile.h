@@ -1,0 +1,25 @@
+// `remold reconcile --config FILE [--rule NAME] [--fix]`: recomputes every
+// value the computed rules maintain from the source data, reports the
+// documents that drifted and by how much, and with --fix repairs them.
+//
+// Reads the same configuration as `remold serve` (backend URI and rules
+// directory; --backend and --rules override the file). Report lines go to
+// `out` (see app/reconcile_drift.h for their format), progress and errors
+// to `err` (a bar when `err_is_terminal`, plain lines otherwise).
+//
+// Exit codes: 0 no drift, or all of it fixed; 1 drift left unfixed;
+// 2 usage, configuration, rules or backend errors.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace remold {
+
+int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                 bool err_is_terminal);
+
+std::string ReconcileUsage();
+
+}  // namespace remold

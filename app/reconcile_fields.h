@@ -1,0 +1,20 @@
+// Reconciling same-document computed fields (rules/rule.h, ComputedRule::
+// fields): the rule's collection is streamed, each field's expression
+// evaluated over the document, and the stored value compared.
+//
+// With --fix a drifted document is updated with a filter guarded on its
+// _id, the inputs of the drifted fields and the drifted values as read: a
+// document changed in between is left alone and reported as such. A field
+// whose expression fails ("cannot compute") is drift that no fix repairs.
+#pragma once
+
+#include <string>
+
+#include "app/reconcile_context.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+Summary CheckFields(const CheckContext& context, const std::string& rule, const ComputedRule& computed);
+
+}  // namespace remold

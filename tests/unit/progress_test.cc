@@ -1,0 +1,64 @@
+#include "app/progress.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace remold {
+namespace {
+
+TEST(ProgressTest, Thousands) {
+  EXPECT_EQ(WithThousands(0), "0");
+  EXPECT_EQ(WithThousands(999), "999");
+  EXPECT_EQ(WithThousands(1000), "1,000");
+  EXPECT_EQ(WithThousands(4812), "4,812");
+  EXPECT_EQ(WithThousands(1234567), "1,234,567");
+  EXPECT_EQ(WithThousands(-1234), "-1,234");
+}
+
+TEST(ProgressTest, BarWithTotal) {
+  EXPECT_EQ(RenderBar(4812, 10000, "posts", 10), "[####......] 48%  4,812/10,000 posts");
+  EXPECT_EQ(RenderBar(0, 10, "posts", 10), "[..........] 0%  0/10 posts");
+  EXPECT_EQ(RenderBar(10, 10, "posts", 10), "[##########] 100%  10/10 posts");
+}
+
+TEST(ProgressTest, BarPastAnEstimateStopsAtFull) {
+  EXPECT_EQ(RenderBar(12, 10, "posts", 10), "[##########] 100%  12/10 posts");
+  EXPECT_EQ(RenderBar(3, 0, "posts", 4), "[####] 100%  3/0 posts");
+}
+
+TEST(ProgressTest, BarWithoutTotal) { EXPECT_EQ(RenderBar(4812, std::nullopt, "posts"), "4,812 posts"); }
+
+TEST(ProgressTest, PlainLine) {
+  EXPECT_EQ(RenderProgressLine("comments", 4812, 10000, "blog.posts"),
+            "reconcile: rule comments: 4812/10000 blog.posts checked");
+  EXPECT_EQ(RenderProgressLine("comments", 7, std::nullopt, "blog.posts"),
+            "reconcile: rule comments: 7 blog.posts checked");
+}
+
+TEST(ProgressTest, NotATerminalPrintsPlainLinesOnly) {
+  std::ostringstream err;
+  Progress progress(err, false, "comments", "blog.posts", "posts", 3);
+  for (int i = 0; i < 3; ++i) progress.Step();
+  progress.Clear();
+  progress.Finish();
+  // Steps come faster than every 2 s: only the final line.
+  EXPECT_EQ(err.str(), "reconcile: rule comments: 3/3 blog.posts checked\n");
+}
+
+TEST(ProgressTest, TerminalRedrawsInPlaceAndClearsForReportLines) {
+  std::ostringstream err;
+  Progress progress(err, true, "comments", "blog.posts", "posts", 2);
+  progress.Step();
+  progress.Clear();
+  progress.Step();  // redrawn at once after a Clear
+  progress.Finish();
+  std::string out = err.str();
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << out;
+  EXPECT_NE(out.find("\r\x1b[K"), std::string::npos);
+  EXPECT_NE(out.find("[####################] 100%  2/2 posts"), std::string::npos) << out;
+  EXPECT_NE(out.find("[....................] 0%  0/2 posts"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace remold
