@@ -119,3 +119,101 @@ def test_sigterm_drains_in_flight_request(private_remold, direct_client, db_name
     finally:
         client.close()
         direct_client.drop_database(db_name)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Session::Drain closes every session in State::kIdle, and a session stays kIdle until a "
+    "whole request has been read: a request partly received (or received but not yet read) "
+    "when SIGTERM arrives is dropped. Fix: in Session::Drain abort only if the client stream "
+    "holds no pending input (no partial message, nothing buffered, socket available() == 0); "
+    "otherwise let Run() read and serve that request, after which the loop ends."))
+def test_sigterm_keeps_a_partly_received_request(private_remold, direct_client, db_name):
+    """A request whose first bytes reached remold before SIGTERM is in flight:
+    it is read to its end and answered, then the connection closes."""
+    remold = private_remold()
+    sock = wire.connect(*remold.address)
+    try:
+        assert wire.command(sock, {"ping": 1})["ok"] == 1
+        message = wire.op_msg({"insert": "partial", "documents": [{"_id": 1}], "$db": db_name})
+        sock.sendall(message[:20])  # the header and the flags: remold is reading this request
+        time.sleep(0.3)
+        remold.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        try:
+            sock.sendall(message[20:])
+            reply = wire.recv_message(sock, timeout=10)
+        except (wire.ConnectionClosed, OSError) as exc:
+            pytest.fail(f"the request being received at SIGTERM was dropped: "
+                        f"{type(exc).__name__}: {exc}")
+        assert reply.doc.get("ok") == 1 and reply.doc.get("n") == 1, reply.doc
+        assert direct_client[db_name].partial.count_documents({}) == 1
+        rc = remold.terminate()
+        assert rc == 0, f"remold exited {rc}; stderr:\n{remold.stderr()}"
+    finally:
+        sock.close()
+        direct_client.drop_database(db_name)
+
+
+LOAD_CLIENTS = 16
+
+
+def test_sigterm_under_load_answers_what_it_executed(private_remold, direct_client, db_name):
+    """SIGTERM while 16 clients write: remold exits 0; every client sees either
+    its reply or a network error; every acknowledged write is stored, and no
+    write whose client saw a network error was executed (a request remold
+    read is answered before its connection closes)."""
+    remold = private_remold()
+    stop = threading.Event()
+    acked: list[list[str]] = [[] for _ in range(LOAD_CLIENTS)]
+    failed: list[list[str]] = [[] for _ in range(LOAD_CLIENTS)]
+    fatal: list[str] = []
+    started = threading.Barrier(LOAD_CLIENTS + 1)
+
+    def run(i: int) -> None:
+        client = pymongo.MongoClient(remold.uri, retryWrites=False, serverSelectionTimeoutMS=2000,
+                                     socketTimeoutMS=20_000)
+        coll = client[db_name].load
+        try:
+            coll.insert_one({"_id": f"w{i:02d}-warmup"})
+            acked[i].append(f"w{i:02d}-warmup")
+            started.wait(10)
+            for n in range(100_000):
+                if stop.is_set():
+                    break
+                _id = f"w{i:02d}-{n:06d}"
+                try:
+                    coll.insert_one({"_id": _id})
+                    acked[i].append(_id)
+                except pymongo.errors.AutoReconnect:
+                    failed[i].append(_id)
+                    break  # remold is going away; a new connection would be refused
+        except Exception as exc:
+            fatal.append(f"client {i}: {type(exc).__name__}: {exc}")
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(LOAD_CLIENTS)]
+    try:
+        for thread in threads:
+            thread.start()
+        started.wait(30)
+        time.sleep(1.0)
+        remold.proc.send_signal(signal.SIGTERM)
+        rc = remold.proc.wait(30)
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+        assert rc == 0, f"remold exited {rc}; stderr:\n{remold.stderr()}"
+        assert not fatal, f"clients failed with other than network errors: {fatal}"
+        stored = {d["_id"] for d in direct_client[db_name].load.find({}, {"_id": 1})}
+        lost = [i for ids in acked for i in ids if i not in stored]
+        assert not lost, f"acknowledged writes missing: {lost[:20]}"
+        executed_unanswered = [i for ids in failed for i in ids if i in stored]
+        assert not executed_unanswered, (
+            f"writes executed by the backend whose clients got a network error instead of the "
+            f"reply: {executed_unanswered}")
+        print(f"\nsigterm under load: {sum(map(len, acked))} writes acknowledged, "
+              f"{sum(map(len, failed))} clients saw the connection close, none executed")
+    finally:
+        stop.set()
+        direct_client.drop_database(db_name)
