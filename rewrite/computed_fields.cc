@@ -9,6 +9,8 @@ namespace {
 
 constexpr int kTypeMismatch = 14;
 constexpr int kImmutableField = 66;
+// Unset by an update that must change nothing (no document holds it).
+constexpr const char* kNoOpField = "__remold_noop__";
 
 std::string_view FirstComponent(std::string_view path) { return path.substr(0, path.find('.')); }
 
@@ -98,10 +100,13 @@ std::optional<StatementError> PrepareUpdate(const ComputedRule& rule, const Clie
     if (!kept.empty()) AppendDoc(out.u.mut(), name, kept);
   }
   if (error) return error;
-  if (out.u.empty())
-    return StatementError{kImmutableField, "ImmutableField",
-                          "the update writes only fields that remold computes; there is nothing "
-                          "left to apply"};
+  if (out.u.empty()) {
+    // Only computed fields were written, and remold overwrites them: the
+    // statement still matches (and may upsert) but changes nothing.
+    Doc noop;
+    AppendString(noop.mut(), kNoOpField, "");
+    AppendDoc(out.u.mut(), "$unset", noop);
+  }
   return std::nullopt;
 }
 

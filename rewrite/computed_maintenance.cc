@@ -12,6 +12,10 @@ namespace {
 // target and leaves it to reconciliation (only a storm of writes to the
 // same target's extreme can need more than one or two).
 constexpr int kMaxRecomputeRounds = 8;
+// A read that fails (a backend's transient error) is asked again this many
+// times before its target is left to reconciliation: the read and the
+// compare-and-set after it are safe to repeat.
+constexpr int kReadAttempts = 3;
 
 using Op = MaintainedField::Op;
 
@@ -163,8 +167,13 @@ void AggregateMaintenance::Remove(Target& target, size_t i, const bson_t* doc) {
 void AggregateMaintenance::Record(const bson_t* before, const bson_t* after) {
   std::optional<bson_iter_t> link_before = before ? Find(before, aggregate_.link_from) : std::nullopt;
   std::optional<bson_iter_t> link_after = after ? Find(after, aggregate_.link_from) : std::nullopt;
-  if (IsNull(link_before)) link_before.reset();
-  if (IsNull(link_after)) link_after.reset();
+  // A null, missing or array link counts nowhere (as reconciliation's
+  // $group on the link sees it: no target holds an array key).
+  auto no_link = [](const std::optional<bson_iter_t>& link) {
+    return IsNull(link) || BSON_ITER_HOLDS_ARRAY(&*link);
+  };
+  if (no_link(link_before)) link_before.reset();
+  if (no_link(link_after)) link_after.reset();
   const bool same_link = link_before && link_after && SameValue(link_before, link_after);
   std::optional<size_t> from_index, to_index;
   if (link_before) from_index = TargetFor(*link_before);
@@ -305,25 +314,30 @@ void AggregateMaintenance::Schedule(CommandQueue& queue) {
           int c = CompareBsonValues(Unboxed(*target.best[i]), Unboxed(*target.lost[i]));
           if (field.op == Op::kMax ? c >= 0 : c <= 0) continue;  // the new value covers it
         }
-        ScheduleRecompute(queue, t, i, *target.lost[i], 1);
+        ScheduleRecompute(queue, t, i, *target.lost[i], 1, 1);
       }
     }
   });
-  if (!aggregate_.derived.empty()) queue.AddPhase([this, &queue] { ScheduleDerived(queue); });
+  if (!aggregate_.derived.empty()) queue.AddPhase([this, &queue] { ScheduleDerived(queue, 1); });
 }
 
 // Reads the extreme of field `i` for target `t` from the source, then sets
 // it where the target still holds `expected`; repeats while what it set is
 // no longer the extreme.
 void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size_t i, Doc expected,
-                                             int round) {
+                                             int round, int attempt) {
   const MaintainedField& field = aggregate_.fields[i];
   const Target& target = targets_[t];
   BackendCommand read;
   bson_t* body = read.body.mut();
   AppendString(body, "aggregate", source_.collection);
-  Doc match, not_null, sort, project, limit;
+  // {link: L, "link.0": {$exists: false}, of: {$ne: null}}: the sources
+  // Record counts for L (an array holding L is not one; "link.0" exists
+  // only in a non-empty array).
+  Doc match, no_element, not_null, sort, project, limit;
   AppendValue(match.mut(), aggregate_.link_from, Unboxed(target.link));
+  BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
+  AppendDoc(match.mut(), aggregate_.link_from + ".0", no_element);
   BSON_APPEND_NULL(not_null.mut(), "$ne");
   AppendDoc(match.mut(), field.of, not_null);
   BSON_APPEND_INT32(sort.mut(), field.of.c_str(), field.op == Op::kMax ? -1 : 1);
@@ -348,10 +362,14 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
   AppendString(body, "$db", source_.db);
   read.may_fail = true;
 
-  queue.Push(std::move(read), [this, &queue, t, i, expected, round, followers](const Doc& reply) {
+  queue.Push(std::move(read), [this, &queue, t, i, expected, round, attempt, followers](const Doc& reply) {
     const MaintainedField& field = aggregate_.fields[i];
     auto ok = Find(reply.get(), "ok");
     if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+      if (attempt < kReadAttempts && !InTransaction(client_)) {
+        ScheduleRecompute(queue, t, i, expected, round, attempt + 1);
+        return;
+      }
       WarnOnFailure(reply, "recomputing " + field.field);
       return;
     }
@@ -388,14 +406,14 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
                [this, &queue, t, i, next_expected, round](const Doc& reply) {
                  WarnOnFailure(reply, "recomputing " + aggregate_.fields[i].field);
                  if (FindInteger(reply.get(), "n").value_or(0) == 0) return;  // changed meanwhile
-                 ScheduleRecompute(queue, t, i, next_expected, round + 1);
+                 ScheduleRecompute(queue, t, i, next_expected, round + 1, 1);
                });
   });
 }
 
 // Reads the touched targets' maintained fields, computes the derived ones,
 // and sets those that differ where the fields they read are unchanged.
-void AggregateMaintenance::ScheduleDerived(CommandQueue& queue) {
+void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
   if (targets_.empty()) return;
   std::vector<std::string> inputs;
   for (const auto& d : aggregate_.derived)
@@ -421,9 +439,13 @@ void AggregateMaintenance::ScheduleDerived(CommandQueue& queue) {
   CopyGenericArguments(client_, ArgumentTarget::kRead, body);
   AppendString(body, "$db", aggregate_.target.db);
   read.may_fail = true;
-  queue.Push(std::move(read), [this, &queue, inputs](const Doc& reply) {
+  queue.Push(std::move(read), [this, &queue, inputs, attempt](const Doc& reply) {
     auto ok = Find(reply.get(), "ok");
     if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+      if (attempt < kReadAttempts && !InTransaction(client_)) {
+        ScheduleDerived(queue, attempt + 1);
+        return;
+      }
       WarnOnFailure(reply, "reading targets for derived fields");
       return;
     }

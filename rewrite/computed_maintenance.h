@@ -73,8 +73,10 @@ class AggregateMaintenance {
   Doc MainUpdate(const Target& target) const;
   BackendCommand UpdateCommand(const std::vector<Doc>& statements) const;
   // `expected`: {v: value} the target must still hold, or empty: absent.
-  void ScheduleRecompute(CommandQueue& queue, size_t target, size_t field, Doc expected, int round);
-  void ScheduleDerived(CommandQueue& queue);
+  // `attempt` counts reads of the same round (a failed read is repeated).
+  void ScheduleRecompute(CommandQueue& queue, size_t target, size_t field, Doc expected, int round,
+                         int attempt);
+  void ScheduleDerived(CommandQueue& queue, int attempt);
   void WarnOnFailure(const Doc& reply, const std::string& what);
 
   ComputedAggregate aggregate_;

@@ -95,6 +95,36 @@ std::optional<Doc> ValueOf(const Doc& reply) {
   return FindDocument(reply.get(), "value");
 }
 
+// The document an upsert inserted, for a backend whose findAndModify reply
+// does not name it (lastErrorObject.upserted): the one document `query`
+// matches now. Two or more: it cannot be told, and reconciliation will.
+void QueueFindInserted(ComputedWrite* w, const Doc& query,
+                       std::function<void(const bson_iter_t& id)> found) {
+  BackendCommand find;
+  bson_t* b = find.body.mut();
+  AppendString(b, "find", w->rule().logical.collection);
+  AppendDoc(b, "filter", query);
+  Doc id_only;
+  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
+  AppendDoc(b, "projection", id_only);
+  BSON_APPEND_INT32(b, "limit", 2);
+  BSON_APPEND_BOOL(b, "singleBatch", true);
+  Seal(find, w->rule(), w->client(), ArgumentTarget::kRead);
+  w->queue().Push(std::move(find), [w, found](const Doc& reply) {
+    std::vector<Doc> docs;
+    if (auto cursor = FindDocument(reply.get(), "cursor"))
+      if (auto batch = Find(cursor->get(), "firstBatch")) docs = ArrayDocuments(*batch);
+    if (docs.size() == 1) {
+      found(*Find(docs.front().get(), "_id"));
+      return;
+    }
+    w->warnings.push_back("an upsert into " + w->rule().logical.full() +
+                          " inserted a document the backend did not name, and its filter now "
+                          "matches " + std::to_string(docs.size()) +
+                          "; its computed values are left to `remold reconcile`");
+  });
+}
+
 // Runs `query` through findAndModify with the statement's update, and
 // records what it changed; `next` follows a success (not a failure).
 void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc& query, bool upsert,
@@ -108,7 +138,7 @@ void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc
   bson_concat(b, s->options.get());
   AppendDoc(b, "fields", w->InputProjection());
   Seal(modify, w->rule(), w->client(), target);
-  w->queue().Push(std::move(modify), [w, s, next](const Doc& reply) {
+  w->queue().Push(std::move(modify), [w, s, next, upsert, query](const Doc& reply) {
     if (!IsOk(reply)) {
       w->StatementFailed(s->index, reply);
       return;
@@ -119,17 +149,23 @@ void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc
     std::optional<Doc> before = ValueOf(reply);
     std::optional<Doc> last_error = FindDocument(reply.get(), "lastErrorObject");
     std::optional<bson_iter_t> upserted = last_error ? Find(last_error->get(), "upserted") : std::nullopt;
+    auto inserted = [w, s, retried](const bson_iter_t& id) {
+      w->n += 1;
+      Doc entry;
+      BSON_APPEND_INT32(entry.mut(), "index", static_cast<int32_t>(s->index));
+      AppendValue(entry.mut(), "_id", id);
+      w->upserted.push_back(std::move(entry));
+      if (!retried) RecordChange(w, std::nullopt, s->update, id);
+    };
     if (before) {
       w->n += 1;
       w->n_modified += 1;  // findAndModify cannot say whether it was a no-op (README)
       if (!retried) RecordChange(w, before, s->update, *Find(before->get(), "_id"));
     } else if (upserted) {
-      w->n += 1;
-      Doc entry;
-      BSON_APPEND_INT32(entry.mut(), "index", static_cast<int32_t>(s->index));
-      AppendValue(entry.mut(), "_id", *upserted);
-      w->upserted.push_back(std::move(entry));
-      if (!retried) RecordChange(w, std::nullopt, s->update, *upserted);
+      inserted(*upserted);
+    } else if (upsert) {
+      // An upsert that matched nothing inserted a document.
+      QueueFindInserted(w, query, inserted);
     }
   });
 }
@@ -354,7 +390,9 @@ std::optional<Plan> ComputedFindAndModify(const Command& command, const Computed
   };
   auto outcome = std::make_shared<Outcome>();
   auto shared_update = std::make_shared<ClientUpdate>(std::move(update));
-  w->queue().Push(std::move(modify), [w, outcome, remove, shared_update](const Doc& reply) {
+  const bool upsert = FindBool(body, "upsert").value_or(false);
+  auto query = std::make_shared<Doc>(FindDocument(body, "query").value_or(Doc()));
+  w->queue().Push(std::move(modify), [w, outcome, remove, shared_update, upsert, query](const Doc& reply) {
     if (!IsOk(reply)) {
       outcome->failure = reply;
       w->stopped = true;
@@ -375,6 +413,18 @@ std::optional<Plan> ComputedFindAndModify(const Command& command, const Computed
     } else if (upserted) {
       outcome->id = ComputedWrite::Box(*upserted);
       if (!retried) RecordChange(w, std::nullopt, *shared_update, *upserted);
+    } else if (upsert) {
+      // An upsert that matched nothing inserted a document.
+      QueueFindInserted(w, *query, [w, outcome, shared_update, retried](const bson_iter_t& id) {
+        outcome->id = ComputedWrite::Box(id);
+        if (!outcome->last_error) outcome->last_error = Doc();
+        Doc last_error;
+        BSON_APPEND_INT32(last_error.mut(), "n", 1);
+        BSON_APPEND_BOOL(last_error.mut(), "updatedExisting", false);
+        AppendValue(last_error.mut(), "upserted", id);
+        outcome->last_error = std::move(last_error);
+        if (!retried) RecordChange(w, std::nullopt, *shared_update, id);
+      });
     }
   });
   w->ScheduleFollowUps();
