@@ -151,22 +151,6 @@ Config parse_args(int argc, char** argv) {
 
 // ---- small helpers ---------------------------------------------------------
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 // ---- data ------------------------------------------------------------------
 //

@@ -65,4 +65,7 @@ size_t nearest_rank(size_t n, double p);
 double percentile(std::vector<double> v, double p);
 double median(std::vector<double> v);
 
+// `s` escaped for a JSON string (quotes, backslashes, control characters).
+std::string json_escape(const std::string& s);
+
 }  // namespace bench_common

@@ -151,6 +151,22 @@ Doc ComputedWrite::WriteReply(bool with_modified) const {
   return reply;
 }
 
+BackendCommand FindIds(const ComputedWrite& w, const Doc& q, int32_t limit, const Doc& options) {
+  BackendCommand find;
+  bson_t* b = find.body.mut();
+  AppendString(b, "find", w.rule().logical.collection);
+  AppendDoc(b, "filter", q);
+  Doc id_only;
+  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
+  AppendDoc(b, "projection", id_only);
+  BSON_APPEND_INT32(b, "limit", limit);
+  BSON_APPEND_INT32(b, "batchSize", limit);
+  BSON_APPEND_BOOL(b, "singleBatch", true);
+  bson_concat(b, options.get());
+  Seal(find, w.rule(), w.client(), ArgumentTarget::kRead);
+  return find;
+}
+
 BackendCommand SourceFindAndModify(const ComputedRule& rule) {
   BackendCommand command;
   AppendString(command.body.mut(), "findAndModify", rule.logical.collection);

@@ -3,6 +3,7 @@
 // those of the document removed (a document deleted concurrently by
 // someone else is theirs to account for).
 #include "rewrite/computed_write.h"
+#include "rewrite/cursor_reply.h"
 
 #include <functional>
 
@@ -68,26 +69,15 @@ void QueueRemoveAt(ComputedWrite* w, std::shared_ptr<DeleteStatement> s,
 }
 
 void QueueRound(ComputedWrite* w, std::shared_ptr<DeleteStatement> s) {
-  BackendCommand find;
-  bson_t* b = find.body.mut();
-  AppendString(b, "find", w->rule().logical.collection);
-  AppendDoc(b, "filter", s->q);
-  Doc id_only;
-  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
-  AppendDoc(b, "projection", id_only);
-  BSON_APPEND_INT32(b, "limit", kDeleteRound);
-  BSON_APPEND_INT32(b, "batchSize", kDeleteRound);
-  BSON_APPEND_BOOL(b, "singleBatch", true);
-  AppendOptions(b, *s);
-  Seal(find, w->rule(), w->client(), ArgumentTarget::kRead);
+  Doc options;
+  AppendOptions(options.mut(), *s);
+  BackendCommand find = FindIds(*w, s->q, kDeleteRound, options);
   w->queue().Push(std::move(find), [w, s](const Doc& reply) {
     if (!IsOk(reply)) {
       w->StatementFailed(s->index, reply);
       return;
     }
-    auto ids = std::make_shared<std::vector<Doc>>();
-    if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch")) *ids = ArrayDocuments(*batch);
+    auto ids = std::make_shared<std::vector<Doc>>(FirstBatch(reply));
     QueueRemoveAt(w, s, ids, 0);
   });
 }

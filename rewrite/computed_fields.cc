@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "rewrite/computed_expression.h"
+#include "rewrite/cursor_reply.h"
 
 namespace remold {
 namespace {
@@ -142,10 +143,8 @@ void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const
                                "; run `remold reconcile`");
       return;
     }
-    std::vector<Doc> docs;
-    if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch")) docs = ArrayDocuments(*batch);
     std::vector<Doc> statements;
+    std::vector<Doc> docs = FirstBatch(reply);
     for (const Doc& doc : docs) {
       Doc set;
       for (const ComputedField& field : rule.fields) {

@@ -4,6 +4,7 @@
 
 #include "rewrite/bson_compare.h"
 #include "rewrite/computed_expression.h"
+#include "rewrite/cursor_reply.h"
 
 namespace remold {
 namespace {
@@ -374,9 +375,7 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
       return;
     }
     std::optional<Doc> top;
-    if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch"))
-        if (auto docs = ArrayDocuments(*batch); !docs.empty()) top = docs.front();
+    if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) top = docs.front();
     std::optional<Doc> extreme;
     if (top)
       if (auto v = Find(top->get(), field.of)) extreme = Boxed(*v);
@@ -449,10 +448,8 @@ void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
       WarnOnFailure(reply, "reading targets for derived fields");
       return;
     }
-    std::vector<Doc> docs;
-    if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch")) docs = ArrayDocuments(*batch);
     std::vector<Doc> statements;
+    std::vector<Doc> docs = FirstBatch(reply);
     for (const Doc& doc : docs) {
       Doc set;
       for (const auto& d : aggregate_.derived) {

@@ -10,6 +10,7 @@
 #include "rewrite/computed_fields.h"
 #include "rewrite/computed_update_apply.h"
 #include "rewrite/computed_write.h"
+#include "rewrite/cursor_reply.h"
 
 namespace remold {
 namespace {
@@ -82,9 +83,7 @@ void RecordChange(ComputedWrite* w, std::optional<Doc> before, const ClientUpdat
   Seal(read, w->rule(), w->client(), ArgumentTarget::kRead);
   w->queue().Push(std::move(read), [w, before](const Doc& reply) {
     std::optional<Doc> after;
-    if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch"))
-        if (auto docs = ArrayDocuments(*batch); !docs.empty()) after = docs.front();
+    if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) after = docs.front();
     w->Record(before ? before->get() : nullptr, after ? after->get() : nullptr);
   });
 }
@@ -100,20 +99,9 @@ std::optional<Doc> ValueOf(const Doc& reply) {
 // matches now. Two or more: it cannot be told, and reconciliation will.
 void QueueFindInserted(ComputedWrite* w, const Doc& query,
                        std::function<void(const bson_iter_t& id)> found) {
-  BackendCommand find;
-  bson_t* b = find.body.mut();
-  AppendString(b, "find", w->rule().logical.collection);
-  AppendDoc(b, "filter", query);
-  Doc id_only;
-  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
-  AppendDoc(b, "projection", id_only);
-  BSON_APPEND_INT32(b, "limit", 2);
-  BSON_APPEND_BOOL(b, "singleBatch", true);
-  Seal(find, w->rule(), w->client(), ArgumentTarget::kRead);
+  BackendCommand find = FindIds(*w, query, 2, Doc());
   w->queue().Push(std::move(find), [w, found](const Doc& reply) {
-    std::vector<Doc> docs;
-    if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch")) docs = ArrayDocuments(*batch);
+    std::vector<Doc> docs = FirstBatch(reply);
     if (docs.size() == 1) {
       found(*Find(docs.front().get(), "_id"));
       return;
@@ -180,27 +168,16 @@ void QueueModifyAt(ComputedWrite* w, std::shared_ptr<UpdateStatement> s,
 }
 
 void QueueUpdateMany(ComputedWrite* w, std::shared_ptr<UpdateStatement> s) {
-  BackendCommand find;
-  bson_t* b = find.body.mut();
-  AppendString(b, "find", w->rule().logical.collection);
-  AppendDoc(b, "filter", s->q);
-  Doc id_only;
-  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
-  AppendDoc(b, "projection", id_only);
-  BSON_APPEND_INT32(b, "limit", kMaxUpdateMany + 1);
-  BSON_APPEND_INT32(b, "batchSize", kMaxUpdateMany + 1);
-  BSON_APPEND_BOOL(b, "singleBatch", true);
-  if (auto collation = Find(s->options.get(), "collation")) AppendValue(b, "collation", *collation);
-  if (auto hint = Find(s->options.get(), "hint")) AppendValue(b, "hint", *hint);
-  Seal(find, w->rule(), w->client(), ArgumentTarget::kRead);
+  Doc options;
+  for (const char* key : {"collation", "hint"})
+    if (auto v = Find(s->options.get(), key)) AppendValue(options.mut(), key, *v);
+  BackendCommand find = FindIds(*w, s->q, kMaxUpdateMany + 1, options);
   w->queue().Push(std::move(find), [w, s](const Doc& reply) {
     if (!IsOk(reply)) {
       w->StatementFailed(s->index, reply);
       return;
     }
-    std::vector<Doc> ids;
-    if (auto cursor = FindDocument(reply.get(), "cursor"))
-      if (auto batch = Find(cursor->get(), "firstBatch")) ids = ArrayDocuments(*batch);
+    std::vector<Doc> ids = FirstBatch(reply);
     if (ids.size() > static_cast<size_t>(kMaxUpdateMany)) {
       w->FailStatement(s->index, kIllegalOperation, "IllegalOperation",
                        "an update of many documents that changes computed inputs may match at most " +
@@ -442,9 +419,7 @@ std::optional<Plan> ComputedFindAndModify(const Command& command, const Computed
       BSON_APPEND_BOOL(rb, "singleBatch", true);
       Seal(read, w->rule(), w->client(), ArgumentTarget::kRead);
       w->queue().Push(std::move(read), [outcome](const Doc& reply) {
-        if (auto cursor = FindDocument(reply.get(), "cursor"))
-          if (auto batch = Find(cursor->get(), "firstBatch"))
-            if (auto docs = ArrayDocuments(*batch); !docs.empty()) outcome->after = docs.front();
+        if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) outcome->after = docs.front();
       });
     });
   }

@@ -92,6 +92,10 @@ std::optional<Plan> ComputedFindAndModify(const Command& command, const Computed
 BackendCommand SourceFindAndModify(const ComputedRule& rule);
 void Seal(BackendCommand& command, const ComputedRule& rule, const Command& client, ArgumentTarget target);
 
+// {find, filter: q, projection: {_id: 1}, limit, batchSize: limit,
+// singleBatch, <options>} on the rule's collection: the _ids q matches.
+BackendCommand FindIds(const ComputedWrite& w, const Doc& q, int32_t limit, const Doc& options);
+
 // Whether a reply says ok: 1.
 bool IsOk(const Doc& reply);
 

@@ -45,4 +45,10 @@ Doc WithCursor(const Doc& reply, std::optional<std::string_view> ns, std::option
   });
 }
 
+std::vector<Doc> FirstBatch(const Doc& reply) {
+  std::optional<Doc> cursor = FindDocument(reply.get(), "cursor");
+  std::optional<bson_iter_t> batch = cursor ? Find(cursor->get(), "firstBatch") : std::nullopt;
+  return batch && BSON_ITER_HOLDS_ARRAY(&*batch) ? ArrayDocuments(*batch) : std::vector<Doc>();
+}
+
 }  // namespace remold

@@ -33,4 +33,7 @@ Doc RewriteCursorReply(const Doc& reply, const CursorFieldRewrite& rewrite);
 Doc WithCursor(const Doc& reply, std::optional<std::string_view> ns, std::optional<int64_t> id,
                int64_t* id_out = nullptr);
 
+// The documents of a reply's cursor.firstBatch (none when it has none).
+std::vector<Doc> FirstBatch(const Doc& reply);
+
 }  // namespace remold
