@@ -20,13 +20,25 @@ Environment:
 
 Each test gets its own database (``db`` fixture), dropped afterwards, so the
 suite leaves a shared server as it found it.
+
+Authentication tests (``auth_backend``, ``auth_target``) need a backend that
+enforces SCRAM and whose users the harness creates: FerretDB
+(``tests/backend/ferretdb/bin/ferretdb``, built by scripts/install-deps.sh)
+with its new authentication, on a free loopback port with its SQLite handler
+in a temporary directory, and a remold of their own in front of it (at
+``--log-level debug``). Under ``REMOLD_TEST_BACKEND_URI`` they skip: the
+harness controls neither that server's users nor its auth settings.
+FerretDB is for authentication and wire realism only, never for judging
+rewrite semantics (see shared DESIGN notes).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import select
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -314,3 +326,94 @@ def private_remold(backend: Backend) -> Callable[..., Remold]:
 def proxy_only(target: Target) -> None:
     if not target.is_proxy:
         pytest.skip("asserts remold's own behaviour; REMOLD_TEST_NO_PROXY=1")
+
+
+# --------------------------------------------------------------------------
+# Authentication backend: FerretDB with SCRAM enforced (--test-enable-new-auth).
+
+FERRETDB_BINARY = SOURCE_DIR / "tests" / "backend" / "ferretdb" / "bin" / "ferretdb"
+_FERRETDB_LINE = re.compile(r".*Listening on TCP (\S+):(\d+)\.\.\.")
+
+
+@dataclass
+class AuthBackend:
+    """A FerretDB that enforces SCRAM; ``admin_*`` is its first user (in admin)."""
+    uri: str
+    host: str
+    port: int
+    proc: subprocess.Popen
+    admin_user: str
+    admin_password: str
+    log_lines: list = field(default_factory=list)
+
+    def admin_client(self) -> pymongo.MongoClient:
+        """A client authenticated as the first user, straight to FerretDB."""
+        return pymongo.MongoClient(self.uri, username=self.admin_user, password=self.admin_password,
+                                   authSource="admin", serverSelectionTimeoutMS=10_000)
+
+    def create_user(self, name: str, password: str,
+                    mechanisms: tuple[str, ...] = ("SCRAM-SHA-256",)) -> None:
+        # FerretDB v1.24 has no roles: createUser takes only an empty list.
+        with self.admin_client() as admin:
+            admin.admin.command("createUser", name, pwd=password, roles=[],
+                                mechanisms=list(mechanisms))
+
+    def log(self) -> str:
+        return "".join(line.decode(errors="replace") for line in list(self.log_lines))
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+@pytest.fixture(scope="session")
+def auth_backend() -> AuthBackend:
+    if BACKEND_URI_ENV:
+        pytest.skip("REMOLD_TEST_BACKEND_URI is set: the authentication tests need a backend whose "
+                    "users and auth settings the harness controls (they start FerretDB with SCRAM "
+                    "enforced when it is unset)")
+    if not (FERRETDB_BINARY.is_file() and os.access(FERRETDB_BINARY, os.X_OK)):
+        pytest.fail(f"FerretDB test backend not found at {FERRETDB_BINARY}: "
+                    "run scripts/install-deps.sh (or make -C tests/backend/ferretdb)")
+    state_dir = Path(tempfile.mkdtemp(prefix="remold-ferretdb-"))
+    (state_dir / "data").mkdir()
+    admin_user, admin_password = "remold_admin", "adm-" + secrets.token_hex(12)
+    cmd = [str(FERRETDB_BINARY), "--handler=sqlite", f"--sqlite-url=file:{state_dir}/data/",
+           f"--state-dir={state_dir}", "--listen-addr=127.0.0.1:0", "--debug-addr=-",
+           "--telemetry=disable", "--log-level=debug", "--test-enable-new-auth",
+           "--setup-database=admin", f"--setup-username={admin_user}",
+           f"--setup-password={admin_password}"]
+    # FerretDB logs to stderr; its "Listening on TCP HOST:PORT..." line gives the port.
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    try:
+        host, port = read_port_line(proc, _FERRETDB_LINE, BACKEND_START_TIMEOUT, "FerretDB")
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(state_dir, ignore_errors=True)
+        raise
+    backend = AuthBackend(f"mongodb://{host}:{port}/", host, port, proc, admin_user, admin_password)
+    drain_in_background(proc.stdout, backend.log_lines)
+    yield backend
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def auth_target(auth_backend: AuthBackend) -> Target:
+    """What authentication tests talk to: a remold (debug log) in front of FerretDB."""
+    backend = Backend(auth_backend.uri, auth_backend.host, auth_backend.port, auth_backend.proc)
+    if NO_PROXY:
+        yield Target(backend.uri, backend.host, backend.port, None, backend)
+        return
+    remold = start_remold(auth_backend.uri, args=["serve", "--listen", "127.0.0.1:0", "--backend",
+                                                  auth_backend.uri, "--log-level", "debug"])
+    yield Target(remold.uri, remold.host, remold.port, remold, backend)
+    rc = remold.terminate()
+    assert rc == 0, f"auth remold exited {rc} after SIGTERM; stderr:\n{remold.stderr()}"
+    remold.stderr_path.unlink(missing_ok=True)
