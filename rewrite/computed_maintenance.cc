@@ -344,6 +344,7 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
   BSON_APPEND_INT32(sort.mut(), field.of.c_str(), field.op == Op::kMax ? -1 : 1);
   BSON_APPEND_INT32(project.mut(), "_id", 0);
   BSON_APPEND_INT32(project.mut(), field.of.c_str(), 1);
+  BSON_APPEND_INT32(project.mut(), aggregate_.link_from.c_str(), 1);
   std::vector<const MaintainedField*> followers;  // latest fields ordered by this one
   for (const auto& other : aggregate_.fields) {
     if (other.op == Op::kLatest && other.by_field == field.field) {
@@ -376,6 +377,18 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
     }
     std::optional<Doc> top;
     if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) top = docs.front();
+    if (top && !SameValue(Find(top->get(), aggregate_.link_from), Unboxed(targets_[t].link))) {
+      // A backend that answered with a document its filter does not match
+      // (an index entry read mid-update): ask again.
+      if (attempt < kReadAttempts) {
+        ScheduleRecompute(queue, t, i, expected, round, attempt + 1);
+        return;
+      }
+      warnings_->push_back("recomputing " + field.field + " of " + aggregate_.target.full() +
+                           ": the backend kept answering with a document of another target; run "
+                           "`remold reconcile` to check it");
+      return;
+    }
     std::optional<Doc> extreme;
     if (top)
       if (auto v = Find(top->get(), field.of)) extreme = Boxed(*v);
