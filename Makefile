@@ -16,7 +16,7 @@ configure: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 
 build: configure
-	cmake --build $(BUILD) -j $(JOBS) --target remold
+	cmake --build $(BUILD) -j $(JOBS) --target remold remold-reconcile
 
 build-all: configure
 	cmake --build $(BUILD) -j $(JOBS)

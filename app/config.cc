@@ -19,13 +19,22 @@ struct Setting {
   std::string_view help;
 };
 
-constexpr std::array<Setting, 7> kSettings = {{
+constexpr std::array<Setting, 16> kSettings = {{
     {"listen", "--listen", "HOST:PORT   address to accept clients on (default 127.0.0.1:27018)"},
     {"backend", "--backend", "URI         backend, mongodb://host[:port][,...][?options] (required)"},
     {"rules", "--rules", "DIR         rules directory (one YAML file per collection)"},
     {"log_level", "--log-level", "LEVEL       trace, debug, info, warn, error or off (default info)"},
     {"threads", "--threads", "N           worker threads (default: one per core)"},
     {"drain_timeout_ms", "--drain-timeout-ms", "MS    how long SIGTERM waits for in-flight requests (default 30000)"},
+    {"tls_cert", "--tls-cert", "FILE      client-side TLS: the server certificate chain (PEM)"},
+    {"tls_key", "--tls-key", "FILE       client-side TLS: its private key (PEM)"},
+    {"tls_client_ca", "--tls-client-ca", "FILE  require client certificates signed by this CA (PEM)"},
+    {"metrics_listen", "--metrics-listen", "HOST:PORT  serve /metrics, /healthz and /readyz over HTTP"},
+    {"log_format", "--log-format", "FORMAT   text (default) or json, one object per line"},
+    {"slow_op_ms", "--slow-op-ms", "MS         log operations slower than this (default 0: off)"},
+    {"max_connections", "--max-connections", "N     most client connections at once (default 4096; 0: no limit)"},
+    {"max_message_size", "--max-message-size", "BYTES  largest client message accepted (default and most 48000000)"},
+    {"idle_timeout_ms", "--idle-timeout-ms", "MS    close client connections idle this long (default 0: never)"},
     {"config", "--config", "FILE        YAML file with the keys above (flags override it)"},
 }};
 
@@ -68,6 +77,31 @@ void Apply(Config& config, std::string_view key, const std::string& value, std::
     config.threads = ParsePositiveInt(value, name);
   } else if (key == "drain_timeout_ms") {
     config.drain_timeout = std::chrono::milliseconds(ParsePositiveInt(value, name));
+  } else if (key == "tls_cert") {
+    config.tls_cert_file = value;
+  } else if (key == "tls_key") {
+    config.tls_key_file = value;
+  } else if (key == "tls_client_ca") {
+    config.tls_client_ca_file = value;
+  } else if (key == "metrics_listen") {
+    std::optional<HostAndPort> listen = ParseHostAndPort(value, error);
+    if (!listen) throw ConfigError(std::string(name) + ": " + error + " (expected HOST:PORT)");
+    config.metrics_listen = *listen;
+  } else if (key == "log_format") {
+    if (value != "text" && value != "json")
+      throw ConfigError(std::string(name) + ": unknown log format '" + value + "' (expected text or json)");
+    config.log_format = value;
+  } else if (key == "slow_op_ms") {
+    config.slow_op = std::chrono::milliseconds(ParsePositiveInt(value, name));
+  } else if (key == "max_connections") {
+    config.max_connections = ParsePositiveInt(value, name);
+  } else if (key == "max_message_size") {
+    int size = ParsePositiveInt(value, name);
+    if (size < 1'048'576 || size > 48'000'000)
+      throw ConfigError(std::string(name) + ": expected 1048576..48000000 bytes, got " + value);
+    config.max_message_size = size;
+  } else if (key == "idle_timeout_ms") {
+    config.idle_timeout = std::chrono::milliseconds(ParsePositiveInt(value, name));
   }
 }
 
@@ -105,12 +139,19 @@ void Validate(Config& config) {
   std::string error;
   std::optional<BackendOptions> backend = ParseBackendUri(config.backend_uri, error);
   if (!backend) throw ConfigError("backend: " + error);
-  if (backend->tls.enabled)
-    throw ConfigError("backend: tls=true is not supported by this build yet (backend TLS is "
-                      "tracked separately); connect over a trusted network or a local TLS tunnel");
   config.backend = *backend;
   if (!config.rules_dir.empty() && !std::filesystem::is_directory(config.rules_dir))
     throw ConfigError("rules: '" + config.rules_dir + "' is not a directory");
+  if (config.tls_cert_file.empty() != config.tls_key_file.empty())
+    throw ConfigError("tls_cert, tls_key: give both (client-side TLS) or neither");
+  if (!config.tls_client_ca_file.empty() && config.tls_cert_file.empty())
+    throw ConfigError("tls_client_ca: requires tls_cert and tls_key (client certificates need TLS)");
+  for (const auto& [key, file] : {std::pair<const char*, const std::string&>{"tls_cert", config.tls_cert_file},
+                                  {"tls_key", config.tls_key_file},
+                                  {"tls_client_ca", config.tls_client_ca_file}}) {
+    if (!file.empty() && !std::filesystem::is_regular_file(file))
+      throw ConfigError(std::string(key) + ": '" + file + "' is not a readable file");
+  }
 }
 
 }  // namespace
@@ -139,7 +180,14 @@ Config LoadServeConfig(const std::vector<std::string>& args) {
 std::string ServeUsage() {
   std::string usage = "usage: remold serve [flags]\n\nflags:\n";
   for (const Setting& s : kSettings) {
-    usage += "  " + std::string(s.flag) + " " + std::string(s.help) + "\n";
+    // help is "ARG   description": the flag and its argument, then the text.
+    std::string_view help = s.help;
+    std::string_view arg = help.substr(0, help.find(' '));
+    std::string_view text = help.substr(arg.size());
+    text.remove_prefix(std::min(text.find_first_not_of(' '), text.size()));
+    std::string left = "  " + std::string(s.flag) + " " + std::string(arg);
+    left.resize(std::max<size_t>(left.size() + 2, 32), ' ');
+    usage += left + std::string(text) + "\n";
   }
   return usage;
 }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +28,22 @@ struct Config {
   std::string log_level = "info";
   int threads = 0;                  // 0: one per hardware thread
   std::chrono::milliseconds drain_timeout{30'000};
+
+  // Client-side TLS: both files, or neither (plain TCP). With a client CA,
+  // clients must present a certificate it signed.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+
+  std::optional<HostAndPort> metrics_listen;  // /metrics, /healthz, /readyz
+  std::string log_format = "text";            // text or json
+  std::chrono::milliseconds slow_op{0};       // 0: no slow-operation log
+
+  // Limits. A client past one gets a MongoDB error or a clean close; the
+  // others never notice.
+  int max_connections = 4096;                 // 0: unlimited
+  int32_t max_message_size = 48'000'000;      // bytes, at most the wire limit
+  std::chrono::milliseconds idle_timeout{0};  // 0: connections may idle forever
 };
 
 // Parses `serve` arguments (argv after "serve"). Reads --config FILE first,

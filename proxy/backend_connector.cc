@@ -2,47 +2,72 @@
 
 #include <spdlog/spdlog.h>
 
+#include "proxy/deadline.h"
+
 namespace remold {
 namespace {
 
-awaitable<std::optional<tcp::socket>> ConnectOne(const HostAndPort& target,
-                                                 std::chrono::milliseconds timeout) {
+awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
+                                                     const BackendOptions& options,
+                                                     const std::shared_ptr<asio::ssl::context>& tls) {
   auto executor = co_await asio::this_coro::executor;
+  if (options.tls.enabled && !tls) {
+    spdlog::error("backend {}:{}: tls=true but no TLS context was loaded", target.host, target.port);
+    co_return nullptr;
+  }
   boost::system::error_code ec;
   tcp::resolver resolver(executor);
   auto endpoints = co_await resolver.async_resolve(target.host, std::to_string(target.port),
                                                    asio::redirect_error(use_awaitable, ec));
   if (ec) {
     spdlog::warn("backend {}:{}: cannot resolve: {}", target.host, target.port, ec.message());
-    co_return std::nullopt;
+    co_return nullptr;
   }
-  // Shared with the deadline's handler, which may run after this frame ends.
-  auto socket = std::make_shared<tcp::socket>(executor);
-  asio::steady_timer deadline(executor, timeout);
-  deadline.async_wait([socket](boost::system::error_code wait_ec) {
-    if (!wait_ec) {
-      boost::system::error_code ignored;
-      socket->close(ignored);
-    }
+  // One budget, the connect timeout, for the TCP connection and the TLS
+  // handshake together.
+  tcp::socket socket(executor);
+  tcp::socket* open = &socket;  // the stream's once it owns the socket
+  Deadline deadline(executor, options.connect_timeout, [&open] {
+    boost::system::error_code ignored;
+    open->close(ignored);
   });
-  co_await asio::async_connect(*socket, endpoints, asio::redirect_error(use_awaitable, ec));
-  deadline.cancel();
-  if (ec || !socket->is_open()) {
+  co_await asio::async_connect(socket, endpoints, asio::redirect_error(use_awaitable, ec));
+  if (ec || !socket.is_open()) {
     spdlog::warn("backend {}:{}: cannot connect: {}", target.host, target.port,
-                 ec ? ec.message() : "timed out");
-    co_return std::nullopt;
+                 deadline.expired() ? "timed out" : ec.message());
+    co_return nullptr;
   }
-  co_return std::move(*socket);
+  auto stream = std::make_unique<MessageStream>(std::move(socket));
+  open = &stream->socket();
+  if (!tls) co_return stream;
+  const bool verify_host = !options.tls.allow_invalid_hostnames && !options.tls.allow_invalid_certificates;
+  std::string error = co_await stream->StartTls(tls, TlsRole::kClient, target.host, verify_host);
+  if (deadline.expired()) error = "timed out";
+  if (!error.empty()) {
+    std::string hint;
+    if (error.find("certificate verify failed") != std::string::npos) {
+      hint = error.find("mismatch") != std::string::npos
+                 ? " (the certificate does not name this host; tlsAllowInvalidHostnames=true skips the check)"
+                 : options.tls.ca_file.empty() ? " (no tlsCAFile: checked against the system's CAs)"
+                                              : " (checked against tlsCAFile " + options.tls.ca_file + ")";
+    } else if (error.find("wrong version number") != std::string::npos) {
+      hint = " (does the backend speak TLS?)";
+    }
+    spdlog::warn("backend {}:{}: TLS handshake failed: {}{}", target.host, target.port, error, hint);
+    co_return nullptr;
+  }
+  co_return stream;
 }
 
 }  // namespace
 
-awaitable<std::optional<tcp::socket>> ConnectBackend(const BackendOptions& options) {
+awaitable<std::unique_ptr<MessageStream>> ConnectBackend(const BackendOptions& options,
+                                                         std::shared_ptr<asio::ssl::context> tls) {
   for (const HostAndPort& host : options.hosts) {
-    std::optional<tcp::socket> socket = co_await ConnectOne(host, options.connect_timeout);
-    if (socket) co_return socket;
+    std::unique_ptr<MessageStream> stream = co_await ConnectOne(host, options, tls);
+    if (stream) co_return stream;
   }
-  co_return std::nullopt;
+  co_return nullptr;
 }
 
 }  // namespace remold

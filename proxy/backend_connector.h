@@ -1,14 +1,21 @@
-// Opens a TCP connection to the backend: the URI's hosts in order, the first
-// that answers within the connect timeout wins.
+// Opens the backend connection: the URI's hosts in order; the first that
+// accepts the TCP connection and, with tls=true, completes the TLS handshake
+// (certificate verified against tlsCAFile or the system's CAs, host name
+// checked unless tlsAllowInvalidHostnames) within the connect timeout wins.
+// Each failure is logged with its reason.
 #pragma once
 
-#include <optional>
+#include <memory>
 
 #include "proxy/asio.h"
 #include "proxy/backend_uri.h"
+#include "proxy/message_stream.h"
 
 namespace remold {
 
-awaitable<std::optional<tcp::socket>> ConnectBackend(const BackendOptions& options);
+// `tls` is the backend's TLS context (TlsContexts::backend()); null for a
+// plain backend. Returns null when no host could be reached.
+awaitable<std::unique_ptr<MessageStream>> ConnectBackend(
+    const BackendOptions& options, std::shared_ptr<asio::ssl::context> tls);
 
 }  // namespace remold

@@ -49,22 +49,28 @@ std::vector<Compressor> OfferedCompressors(std::span<const uint8_t> hello_comman
 }
 
 std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
-                                           std::span<const Compressor> negotiated) {
+                                           std::span<const Compressor> negotiated,
+                                           int32_t max_message_size) {
+  max_message_size = std::min(max_message_size, kMaxMessageSize);
   bson_t in;
   bson_t out = BSON_INITIALIZER;
   bson_iter_t iter;
+  bool has_max_message_size = false;
   if (bson_init_static(&in, reply.data(), reply.size()) && bson_iter_init(&iter, &in)) {
     while (bson_iter_next(&iter)) {
       std::string_view key = bson_iter_key(&iter);
       if (IsTopologyField(key) || key == "compression") continue;
+      if (key == "maxMessageSizeBytes") has_max_message_size = true;
       if (key == "maxMessageSizeBytes" && BSON_ITER_HOLDS_NUMBER(&iter) &&
-          bson_iter_as_int64(&iter) > kMaxMessageSize) {
-        BSON_APPEND_INT32(&out, "maxMessageSizeBytes", kMaxMessageSize);
+          bson_iter_as_int64(&iter) > max_message_size) {
+        BSON_APPEND_INT32(&out, "maxMessageSizeBytes", max_message_size);
         continue;
       }
       bson_append_iter(&out, nullptr, 0, &iter);
     }
   }
+  if (!has_max_message_size && max_message_size < kMaxMessageSize)
+    BSON_APPEND_INT32(&out, "maxMessageSizeBytes", max_message_size);
   BSON_APPEND_UTF8(&out, "msg", "isdbgrid");
   if (!negotiated.empty()) {
     bson_t array;
@@ -98,12 +104,13 @@ std::optional<std::span<const uint8_t>> HandshakeReplyDocument(std::span<const u
 }
 
 bool RewriteHandshakeMessage(std::vector<uint8_t>& message,
-                             std::span<const Compressor> negotiated) {
+                             std::span<const Compressor> negotiated,
+                             int32_t max_message_size) {
   MessageHeader header = ReadHeader(message);
   if (header.op_code == static_cast<int32_t>(OpCode::kMsg)) {
     OpMsgView view;
     if (ParseOpMsg(message, view) || !view.sequences.empty()) return false;
-    std::vector<uint8_t> body = RewriteHandshakeReply(view.body, negotiated);
+    std::vector<uint8_t> body = RewriteHandshakeReply(view.body, negotiated, max_message_size);
     message = EncodeOpMsg(header.request_id, header.response_to, view.flags, body,
                           view.checksum_present());
     return true;
@@ -111,7 +118,7 @@ bool RewriteHandshakeMessage(std::vector<uint8_t>& message,
   if (header.op_code == static_cast<int32_t>(OpCode::kReply)) {
     OpReplyView view;
     if (ParseOpReply(message, view) || view.documents.size() != 1) return false;
-    std::vector<uint8_t> body = RewriteHandshakeReply(view.documents[0], negotiated);
+    std::vector<uint8_t> body = RewriteHandshakeReply(view.documents[0], negotiated, max_message_size);
     view.documents[0] = body;
     message = EncodeOpReply(header.request_id, header.response_to, view);
     return true;

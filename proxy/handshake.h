@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "proxy/compression.h"
+#include "proxy/wire_format.h"
 
 namespace remold::wire {
 
@@ -27,8 +28,12 @@ std::vector<Compressor> OfferedCompressors(std::span<const uint8_t> hello_comman
 
 // Rewrites the backend's handshake reply document `reply` as described
 // above; `negotiated` becomes the reply's "compression" (omitted if empty).
+// maxMessageSizeBytes is capped at `max_message_size` (remold's limit for
+// client messages), and added when the backend sent none and the limit is
+// below the wire protocol's.
 std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
-                                           std::span<const Compressor> negotiated);
+                                           std::span<const Compressor> negotiated,
+                                           int32_t max_message_size = kMaxMessageSize);
 
 // The reply document of a whole handshake reply message (OP_MSG body or the
 // single OP_REPLY document), viewing into `message`; nullopt if malformed.
@@ -39,6 +44,7 @@ std::optional<std::span<const uint8_t>> HandshakeReplyDocument(std::span<const u
 // (moreToCome of a streaming hello included). Returns false, leaving the
 // message untouched, when it is not a well-formed reply.
 bool RewriteHandshakeMessage(std::vector<uint8_t>& message,
-                             std::span<const Compressor> negotiated);
+                             std::span<const Compressor> negotiated,
+                             int32_t max_message_size = kMaxMessageSize);
 
 }  // namespace remold::wire

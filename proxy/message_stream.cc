@@ -2,70 +2,96 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
-#include "proxy/wire_format.h"
+#include "proxy/message_stream_io.h"
 
 namespace remold {
 namespace {
-constexpr size_t kReadAheadSize = 64 * 1024;
-}
 
-MessageStream::MessageStream(tcp::socket socket)
-    : socket_(std::move(socket)), buffer_(kReadAheadSize) {
-  boost::system::error_code ignored;
-  socket_.set_option(tcp::no_delay(true), ignored);
-}
+// OP_COMPRESSED: header, int32 originalOpcode, int32 uncompressedSize, uint8 compressorId.
+constexpr size_t kCompressedPrefixSize = wire::kHeaderSize + 9;
 
-awaitable<bool> MessageStream::FillAtLeast(size_t bytes) {
-  if (begin_ == end_) begin_ = end_ = 0;
-  if (buffer_.size() - begin_ < bytes) {
-    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
-    end_ -= begin_;
-    begin_ = 0;
-  }
-  while (end_ - begin_ < bytes) {
-    boost::system::error_code ec;
-    size_t n = co_await socket_.async_read_some(
-        asio::buffer(buffer_.data() + end_, buffer_.size() - end_),
-        asio::redirect_error(use_awaitable, ec));
-    if (ec || n == 0) co_return false;
-    end_ += n;
-  }
-  co_return true;
-}
+}  // namespace
+
+// Read() and Write() pick the plain socket or the TLS stream once; the
+// coroutines (message_stream_io.h) are instantiated for each, the TLS ones
+// in message_stream_tls.cc. So the plain path has the code, coroutine frames
+// and inlining it had before TLS existed: a frame that grows misses Asio's
+// one-block-per-thread frame recycling, and templates instantiated twice in
+// one file get inlined less (both measured: +12% instructions per op).
 
 awaitable<ReadStatus> MessageStream::Read(std::vector<uint8_t>& out) {
-  if (!co_await FillAtLeast(wire::kHeaderSize)) co_return ReadStatus::kClosed;
-  int32_t length = wire::LoadInt32(buffer_.data() + begin_);
-  if (!wire::IsValidMessageLength(length)) {
-    bad_length_ = length;
-    co_return ReadStatus::kBadLength;
-  }
-  const size_t size = static_cast<size_t>(length);
-  out.resize(size);
-  const size_t buffered = std::min(size, end_ - begin_);
-  std::memcpy(out.data(), buffer_.data() + begin_, buffered);
-  begin_ += buffered;
-  if (buffered < size) {
-    boost::system::error_code ec;
-    co_await asio::async_read(socket_, asio::buffer(out.data() + buffered, size - buffered),
-                              asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return ReadStatus::kClosed;
-  }
-  co_return ReadStatus::kOk;
+  if (tls_) return ReadTls(out);
+  return ReadFrom(socket_, out);
 }
 
 awaitable<bool> MessageStream::Write(std::span<const uint8_t> message) {
-  boost::system::error_code ec;
-  co_await asio::async_write(socket_, asio::buffer(message.data(), message.size()),
-                             asio::redirect_error(use_awaitable, ec));
-  co_return !ec;
+  if (tls_) return WriteTls(message);
+  return WriteTo(socket_, message);
+}
+
+awaitable<bool> MessageStream::DiscardRejected() {
+  if (tls_) return DiscardRejectedTls();
+  return DiscardRejectedFrom(socket_);
+}
+
+ReadStatus MessageStream::RejectBuffered(int32_t length) {
+  bad_length_ = length;
+  rejected_header_ = wire::ReadHeader({buffer_.data() + begin_, wire::kHeaderSize});
+  const size_t buffered = std::min(static_cast<size_t>(length), end_ - begin_);
+  begin_ += buffered;
+  rejected_left_ = static_cast<size_t>(length) - buffered;
+  return ReadStatus::kTooLarge;
+}
+
+// A compressed message is as large as what it decompresses to.
+bool MessageStream::CompressedTooLarge(const std::vector<uint8_t>& message) {
+  if (message.size() < kCompressedPrefixSize ||
+      wire::LoadInt32(message.data() + 12) != static_cast<int32_t>(wire::OpCode::kCompressed))
+    return false;
+  const int64_t uncompressed = int64_t{wire::LoadInt32(message.data() + 20)} + wire::kHeaderSize;
+  if (uncompressed <= max_message_size_) return false;
+  bad_length_ = static_cast<int32_t>(std::min<int64_t>(uncompressed, std::numeric_limits<int32_t>::max()));
+  rejected_header_ = wire::ReadHeader(message);
+  rejected_header_.op_code = wire::LoadInt32(message.data() + wire::kHeaderSize);
+  rejected_left_ = 0;
+  return true;
 }
 
 void MessageStream::Close() {
   boost::system::error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
+}
+
+// ---------------------------------------------------------------------------
+// Idle timeout: one timer per stream, armed for the moment the pending Read()
+// (if any) will have waited `timeout`. A request costs a clock read, no timer
+// operation; the timer wakes at most once per `timeout`.
+
+void MessageStream::EnableIdleTimeout(std::chrono::milliseconds timeout,
+                                      std::function<void()> on_idle) {
+  if (timeout.count() <= 0) return;
+  idle_ = std::make_shared<IdleWatch>(socket_.get_executor(), this, timeout, std::move(on_idle));
+  ArmIdleTimer(idle_, std::chrono::steady_clock::now() + timeout);
+}
+
+void MessageStream::ArmIdleTimer(const std::shared_ptr<IdleWatch>& watch,
+                                 std::chrono::steady_clock::time_point at) {
+  watch->timer.expires_at(at);
+  // The stream owns the watch; a handler that outlives it finds nothing.
+  watch->timer.async_wait([weak = std::weak_ptr<IdleWatch>(watch)](boost::system::error_code ec) {
+    std::shared_ptr<IdleWatch> watch = weak.lock();
+    if (ec || !watch) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (watch->waiting && now - watch->since >= watch->timeout) {
+      if (watch->on_idle) watch->on_idle();
+      watch->stream->Close();
+      return;
+    }
+    ArmIdleTimer(watch, (watch->waiting ? watch->since : now) + watch->timeout);
+  });
 }
 
 }  // namespace remold

@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "proxy/metrics.h"
 #include "proxy/session.h"
 
 namespace remold {
@@ -11,7 +12,8 @@ namespace remold {
 // A thread with its own io_context and the sessions that live on it.
 class Server::Worker {
  public:
-  Worker() : guard_(asio::make_work_guard(context_)) {
+  explicit Worker(ConnectionLimiter& connections)
+      : connections_(connections), guard_(asio::make_work_guard(context_)) {
     thread_ = std::thread([this] { context_.run(); });
   }
   ~Worker() { Join(); }
@@ -30,9 +32,11 @@ class Server::Worker {
         } catch (const std::exception& e) {
           spdlog::error("session ended by an unexpected error: {}", e.what());
         }
+        GlobalMetrics().LocalShard().CountConnectionError(ConnectionError::kInternal);
       }
       sessions_.erase(session);
       active_.fetch_sub(1);
+      connections_.Release();
     });
   }
 
@@ -60,6 +64,7 @@ class Server::Worker {
   }
 
  private:
+  ConnectionLimiter& connections_;
   asio::io_context context_{1};
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
   std::thread thread_;
@@ -68,12 +73,13 @@ class Server::Worker {
   std::atomic<uint64_t> active_{0};
 };
 
-Server::Server(ServerOptions options) : options_(std::move(options)) {
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), connections_(options_.policy.limits.max_connections) {
   if (!options_.rules) options_.rules = std::make_shared<const RuleSetHolder>();
   int threads = options_.worker_threads > 0 ? options_.worker_threads
                                             : static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
-  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(connections_));
 }
 
 Server::~Server() {
@@ -129,11 +135,22 @@ awaitable<void> Server::AcceptLoop() {
     if (ec) {
       if (draining_) break;
       spdlog::warn("accept failed: {}", ec.message());
+      // Out of file descriptors (or memory) the listening socket stays ready:
+      // pause instead of spinning; sessions that end free what is needed.
+      asio::steady_timer pause(main_context_, std::chrono::milliseconds(100));
+      co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
+      continue;
+    }
+    if (!connections_.TryAcquire()) {  // past max_connections: an error, then a clean close
+      GlobalMetrics().connections_refused.Add();
+      RefuseConnection(std::move(socket), options_.policy);
       continue;
     }
     uint64_t id = next_session_id_.fetch_add(1);
     auto session = std::make_shared<Session>(
-        std::move(socket), Session::Shared{options_.backend, *options_.rules, ensured_}, id);
+        std::move(socket), Session::Shared{options_.backend, *options_.rules, ensured_, options_.policy,
+                                          options_.slow_operation},
+        id);
     asio::post(worker.context(), [&worker, session] { worker.Start(session); });
   }
 }

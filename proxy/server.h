@@ -18,6 +18,7 @@
 
 #include "proxy/asio.h"
 #include "proxy/backend_uri.h"
+#include "proxy/connection_policy.h"
 #include "proxy/rewrite_bridge.h"
 #include "rules/rule_set.h"
 
@@ -32,6 +33,11 @@ struct ServerOptions {
   std::shared_ptr<const RuleSetHolder> rules;
   // Called on the main thread for each SIGHUP.
   std::function<void()> on_sighup;
+  // TLS (client side and backend) and the client limits; see
+  // proxy/connection_policy.h. Default: plain TCP, no limits but the wire's.
+  ConnectionPolicy policy;
+  // Requests slower than this are logged (warn); 0: no slow-operation log.
+  std::chrono::milliseconds slow_operation{0};
 };
 
 class Server {
@@ -65,6 +71,7 @@ class Server {
   EnsuredCommands ensured_;
   std::atomic<uint64_t> next_session_id_{1};
   std::atomic<bool> draining_{false};
+  ConnectionLimiter connections_;  // open client connections vs max_connections
 };
 
 }  // namespace remold

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+#include <string_view>
+
 #include "proxy/backend_connector.h"
 #include "proxy/error_reply.h"
 #include "proxy/handshake.h"
@@ -16,6 +19,29 @@ namespace {
 // Buffers above this size are released after use, so one large document does
 // not pin memory for the life of the connection.
 constexpr size_t kRetainedBufferSize = 1 << 20;
+
+using Clock = std::chrono::steady_clock;
+
+// "db.collection" of a command for the slow-operation log: the collection
+// only for commands whose first value names one (never another string: the
+// first value of createUser is a user name), the database otherwise.
+std::string NamespaceOf(const wire::Request& request) {
+  static const std::set<std::string_view> kCollectionCommands = {
+      "find",     "insert",  "update",   "delete",        "findAndModify", "findandmodify",
+      "aggregate", "count",  "distinct", "mapReduce",     "create",        "drop",
+      "createIndexes", "dropIndexes", "listIndexes", "collMod", "collStats", "validate"};
+  bson_t body;
+  if (request.is_legacy() || !bson_init_static(&body, request.command_document.data(),
+                                               request.command_document.size()))
+    return "?";
+  std::optional<std::string> db = FindString(&body, "$db");
+  std::optional<std::string> collection;
+  if (request.command == "getMore") collection = FindString(&body, "collection");
+  else if (kCollectionCommands.contains(request.command)) collection = FindString(&body, request.command);
+  std::string ns = db.value_or("?");
+  if (collection) ns += "." + *collection;
+  return ns;
+}
 
 bool HasMoreToCome(const std::vector<uint8_t>& reply) {
   wire::MessageHeader header = wire::ReadHeader(reply);
@@ -41,14 +67,39 @@ void Session::Abort() {
 
 awaitable<void> Session::Run() {
   auto self = shared_from_this();
-  spdlog::debug("session {}: open", id_);
+  metrics_ = &GlobalMetrics().LocalShard();  // on the worker thread, which this session never leaves
+  metrics_->connections_opened.Add();
+  struct CountClose {
+    MetricsShard* metrics;
+    ~CountClose() { metrics->connections_closed.Add(); }
+  } count_close{metrics_};
+  {
+    boost::system::error_code ec;
+    tcp::endpoint peer = client_.socket().remote_endpoint(ec);
+    spdlog::info("session {}: open from {}", id_,
+                 ec ? std::string("unknown peer")
+                    : (peer.address().is_v6() ? "[" + peer.address().to_string() + "]"
+                                              : peer.address().to_string()) +
+                          ":" + std::to_string(peer.port()));
+  }
+  if (!co_await PrepareClient(client_, shared_.policy, id_)) {  // TLS, limits
+    draining_ = true;
+    metrics_->CountConnectionError(ConnectionError::kTlsHandshake);
+  }
   while (!draining_) {
     state_ = State::kIdle;
     ReadStatus status = co_await client_.Read(request_);
     if (status == ReadStatus::kClosed) break;
+    if (status == ReadStatus::kTooLarge) {
+      metrics_->CountConnectionError(ConnectionError::kMessageTooLarge);
+      GlobalMetrics().CountError(wire::error_codes::kBSONObjectTooLarge);
+      co_await RejectTooLarge(client_, next_reply_id_++, id_);
+      break;
+    }
     if (status == ReadStatus::kBadLength) {
       spdlog::warn("session {}: closing: message length {} is outside {}..{}", id_,
                    client_.bad_length(), wire::kMinMessageSize, wire::kMaxMessageSize);
+      metrics_->CountConnectionError(ConnectionError::kBadMessage);
       break;
     }
     state_ = State::kBusy;
@@ -56,17 +107,44 @@ awaitable<void> Session::Run() {
     ReleaseLargeBuffers();
   }
   Abort();
-  spdlog::debug("session {}: closed", id_);
+  spdlog::info("session {}: closed after {} request(s)", id_, requests_);
 }
 
 awaitable<bool> Session::Handle() {
+  metrics_->bytes_received.Add(request_.size());  // as received: before decompression
   wire::Request request;
   if (auto error = wire::DecodeRequest(request_, request)) {
-    spdlog::info("session {}: rejected request {}: {}", id_, request.header.request_id,
+    spdlog::warn("session {}: rejected request {}: {}", id_, request.header.request_id,
                  error->message);
+    if (error->close_connection) metrics_->CountConnectionError(ConnectionError::kBadMessage);
     if (error->close_connection || request.more_to_come) co_return false;
     co_return co_await ReplyWithError(request, *error);
   }
+  ++requests_;
+  metrics_->CountRequest(request.command);
+  rule_metrics_ = nullptr;
+  request_failed_ = false;
+  // Awaitable hello waits by design: never a slow operation.
+  if (shared_.slow_operation.count() == 0 || request.is_handshake)
+    co_return co_await Dispatch(request);
+  const Clock::time_point started = Clock::now();
+  const bool kept = co_await Dispatch(request);
+  if (const auto elapsed = Clock::now() - started; elapsed >= shared_.slow_operation)
+    LogSlowOperation(request, elapsed);
+  co_return kept;
+}
+
+void Session::LogSlowOperation(const wire::Request& request,
+                               std::chrono::nanoseconds elapsed) const {
+  metrics_->slow_operations.Add();
+  // Names and numbers only: never the command's documents.
+  spdlog::warn("session {}: slow operation: {} on {} took {:.1f} ms{}{}{}", id_, request.command,
+               NamespaceOf(request), static_cast<double>(elapsed.count()) / 1e6,
+               rule_metrics_ ? ", rule " : "", rule_metrics_ ? rule_metrics_->name : "",
+               request_failed_ ? ", failed" : "");
+}
+
+awaitable<bool> Session::Dispatch(const wire::Request& request) {
   if (std::shared_ptr<const RuleSet> rules = shared_.rules.Load(); !rules->empty()) {
     if (std::optional<Command> command = CommandForRules(request, *rules)) {
       if (std::optional<Plan> plan = Rewrite(*command, *rules, capabilities_))
@@ -74,8 +152,10 @@ awaitable<bool> Session::Handle() {
     }
   }
   if (!co_await EnsureBackend()) co_return false;
+  forwarded_at_ = Clock::now();
   if (!co_await backend_->Write(request_)) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
+    metrics_->CountConnectionError(ConnectionError::kBackendLost);
     co_return false;
   }
   if (request.more_to_come) co_return true;
@@ -87,14 +167,20 @@ awaitable<bool> Session::Handle() {
 }
 
 awaitable<bool> Session::RelayReplies(const wire::Request& request) {
-  for (;;) {
+  for (bool first = true;; first = false) {
     if (co_await backend_->Read(reply_) != ReadStatus::kOk) {
       spdlog::warn("session {}: backend connection lost while awaiting a reply", id_);
+      metrics_->CountConnectionError(ConnectionError::kBackendLost);
       co_return false;
+    }
+    // Handshakes are left out: an awaitable hello waits by design.
+    if (!request.is_handshake) {
+      if (first) metrics_->backend_roundtrip.Observe(Clock::now() - forwarded_at_);
+      if (GlobalMetrics().CountReplyErrors(OpMsgBody(reply_))) request_failed_ = true;
     }
     const bool more = HasMoreToCome(reply_);
     ShapeReply(request);
-    if (!co_await client_.Write(reply_)) co_return false;
+    if (!co_await WriteToClient(reply_)) co_return false;
     if (!more) co_return true;
   }
 }
@@ -103,7 +189,8 @@ void Session::ShapeReply(const wire::Request& request) {
   if (request.is_handshake) {
     if (auto document = wire::HandshakeReplyDocument(reply_))
       UpdateCapabilities(*document, capabilities_);
-    if (!wire::RewriteHandshakeMessage(reply_, negotiated_))
+    if (!wire::RewriteHandshakeMessage(reply_, negotiated_,
+                                       shared_.policy.limits.max_message_size))
       spdlog::warn("session {}: backend handshake reply is malformed; relayed as is", id_);
     return;
   }
@@ -117,28 +204,40 @@ awaitable<bool> Session::ReplyWithError(const wire::Request& request,
   std::vector<uint8_t> reply =
       wire::EncodeErrorReply(error, request.header.request_id, op_code, next_reply_id_++);
   if (request.compressor) reply = wire::CompressMessage(reply, *request.compressor);
-  co_return co_await client_.Write(reply);
+  GlobalMetrics().CountError(error.code);
+  request_failed_ = true;
+  co_return co_await WriteToClient(reply);
+}
+
+awaitable<bool> Session::WriteToClient(std::span<const uint8_t> message) {
+  metrics_->bytes_sent.Add(message.size());
+  co_return co_await client_.Write(message);
 }
 
 awaitable<bool> Session::EnsureBackend() {
   if (backend_) co_return true;
-  std::optional<tcp::socket> socket = co_await ConnectBackend(shared_.backend);
-  if (!socket) {
+  backend_ = co_await ConnectBackend(shared_.backend, shared_.policy.backend_tls());
+  if (!backend_) {
     spdlog::warn("session {}: no backend reachable; closing the client connection", id_);
+    metrics_->CountConnectionError(ConnectionError::kBackendUnreachable);
     co_return false;
   }
-  backend_ = std::make_unique<MessageStream>(std::move(*socket));
   co_return true;
 }
 
 awaitable<std::optional<Doc>> Session::RoundTrip(const BackendCommand& command) {
   std::vector<uint8_t> message = EncodeBackendCommand(command, next_backend_id_++);
-  if (!co_await backend_->Write(message)) co_return std::nullopt;
-  if (co_await backend_->Read(reply_) != ReadStatus::kOk) co_return std::nullopt;
+  const Clock::time_point sent = Clock::now();
+  if (!co_await backend_->Write(message) || co_await backend_->Read(reply_) != ReadStatus::kOk) {
+    metrics_->CountConnectionError(ConnectionError::kBackendLost);
+    co_return std::nullopt;
+  }
+  metrics_->backend_roundtrip.Observe(Clock::now() - sent);
   wire::OpMsgView view;
   if (wire::ReadHeader(reply_).op_code != static_cast<int32_t>(wire::OpCode::kMsg) ||
       wire::ParseOpMsg(reply_, view)) {
     spdlog::warn("session {}: backend sent a malformed reply to a rewritten command", id_);
+    metrics_->CountConnectionError(ConnectionError::kBackendLost);
     co_return std::nullopt;
   }
   co_return Doc::FromBytes(view.body);
@@ -149,7 +248,8 @@ awaitable<bool> Session::SendReply(const wire::Request& request, const Doc& repl
   std::vector<uint8_t> message = wire::EncodeOpMsg(next_reply_id_++, request.header.request_id, 0,
                                                    reply.bytes());
   if (request.compressor) message = wire::CompressMessage(message, *request.compressor);
-  co_return co_await client_.Write(message);
+  if (GlobalMetrics().CountReplyErrors(reply.bytes())) request_failed_ = true;
+  co_return co_await WriteToClient(message);
 }
 
 awaitable<Session::Outcome> Session::RunCommands(const wire::Request& request, const Plan& plan,
@@ -177,6 +277,16 @@ awaitable<Session::Outcome> Session::RunCommands(const wire::Request& request, c
 }
 
 awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
+  rule_metrics_ = &GlobalMetrics().ForRule(plan.rule);
+  rule_metrics_->rewrites.Add();
+  const Clock::time_point started = Clock::now();
+  const bool kept = co_await RunPlan(request, plan);
+  rule_metrics_->seconds.Observe(Clock::now() - started);
+  if (!kept || request_failed_) rule_metrics_->errors.Add();
+  co_return kept;
+}
+
+awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
   if (plan.immediate_reply) {
     spdlog::debug("session {}: rule {} answered {} itself", id_, plan.rule, request.command);
     co_return co_await SendReply(request, *plan.immediate_reply);
@@ -193,8 +303,12 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
     std::optional<Doc> reply = co_await RoundTrip(ensure);
     if (!reply) co_return false;
     if (!is_ok(*reply)) {
-      spdlog::warn("session {}: rule {}: prerequisite failed: {}", id_, plan.rule,
-                   FindString(reply->get(), "errmsg").value_or("unknown error"));
+      // errmsg may quote a document (a duplicate key): only at debug.
+      spdlog::warn("session {}: rule {}: prerequisite failed: code {} {}", id_, plan.rule,
+                   FindInteger(reply->get(), "code").value_or(0),
+                   FindString(reply->get(), "codeName").value_or("(no codeName)"));
+      spdlog::debug("session {}: rule {}: prerequisite failed: {}", id_, plan.rule,
+                    FindString(reply->get(), "errmsg").value_or("unknown error"));
       co_return co_await SendReply(request, *reply);
     }
     shared_.ensured.Add(key);
@@ -210,8 +324,15 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
   if (outcome == Outcome::kAnswered) co_return true;
   if (request.command == "drop") shared_.ensured.Clear();
   ShapedReply shaped = plan.shape(replies);
-  for (const std::string& warning : shaped.warnings)
-    spdlog::warn("session {}: rule {}: {}", id_, plan.rule, warning);
+  if (!shaped.warnings.empty()) {
+    // The details quote backend errors and values of documents: only at debug.
+    request_failed_ = true;
+    spdlog::warn("session {}: rule {}: {} follow-up(s) failed after the client's {}; run `remold "
+                 "reconcile` to repair them (details at log level debug)",
+                 id_, plan.rule, shaped.warnings.size(), request.command);
+    for (const std::string& warning : shaped.warnings)
+      spdlog::debug("session {}: rule {}: {}", id_, plan.rule, warning);
+  }
   if (!co_await SendReply(request, shaped.reply)) co_return false;
   if (!shaped.cursors_to_kill.empty()) {
     if (!co_await RoundTrip(KillCursorsCommand(shaped))) co_return false;

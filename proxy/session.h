@@ -10,6 +10,7 @@
 // is broken, the connection is closed; no other session is affected.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -17,7 +18,9 @@
 #include "proxy/asio.h"
 #include "proxy/backend_uri.h"
 #include "proxy/compression.h"
+#include "proxy/connection_policy.h"
 #include "proxy/message_stream.h"
+#include "proxy/metrics.h"
 #include "proxy/request.h"
 #include "proxy/rewrite_bridge.h"
 #include "rewrite/capabilities.h"
@@ -33,6 +36,9 @@ class Session : public std::enable_shared_from_this<Session> {
     const BackendOptions& backend;
     const RuleSetHolder& rules;
     EnsuredCommands& ensured;
+    const ConnectionPolicy& policy;  // TLS and client limits
+    // Requests slower than this are logged (warn); 0: no slow-operation log.
+    std::chrono::milliseconds slow_operation{0};
   };
 
   Session(tcp::socket client, Shared shared, uint64_t id);
@@ -49,10 +55,15 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class State { kIdle, kBusy };
 
   awaitable<bool> Handle();
+  // Handle() once the request is decoded and counted: a rule's plan, or
+  // the fast path.
+  awaitable<bool> Dispatch(const wire::Request& request);
   awaitable<bool> RelayReplies(const wire::Request& request);
   awaitable<bool> ReplyWithError(const wire::Request& request, const wire::WireError& error);
   awaitable<bool> EnsureBackend();
+  // Runs the plan and counts it in the rule's metrics.
   awaitable<bool> ExecutePlan(const wire::Request& request, Plan& plan);
+  awaitable<bool> RunPlan(const wire::Request& request, Plan& plan);
   // kStopped: an ordered write stopped at a write error (replies shaped as
   // usual); kAnswered: the backend refused and the client has its error.
   enum class Outcome { kContinue, kStopped, kAnswered, kLost };
@@ -62,6 +73,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Sends one command to the backend and reads its reply document.
   awaitable<std::optional<Doc>> RoundTrip(const BackendCommand& command);
   awaitable<bool> SendReply(const wire::Request& request, const Doc& reply);
+  // Every message to the client goes through here (bytes_sent).
+  awaitable<bool> WriteToClient(std::span<const uint8_t> message);
+  void LogSlowOperation(const wire::Request& request, std::chrono::nanoseconds elapsed) const;
   void ShapeReply(const wire::Request& request);
   void ReleaseLargeBuffers();
 
@@ -77,6 +91,14 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<wire::Compressor> negotiated_;
   std::vector<uint8_t> request_;
   std::vector<uint8_t> reply_;
+
+  // Observability (proxy/metrics.h): this worker thread's shard (set when
+  // Run starts, on the worker), and what the request in progress did.
+  MetricsShard* metrics_ = nullptr;
+  uint64_t requests_ = 0;
+  std::chrono::steady_clock::time_point forwarded_at_;  // request sent to the backend
+  RuleMetrics* rule_metrics_ = nullptr;                  // the rule that rewrote it
+  bool request_failed_ = false;  // the client got a command error, or a follow-up failed
 };
 
 }  // namespace remold

@@ -152,9 +152,12 @@ TEST_F(ConfigTest, BadBackendUriIsReported) {
   EXPECT_NE(error.find("'bogus'"), std::string::npos) << error;
 }
 
-TEST_F(ConfigTest, BackendTlsIsRefusedForNow) {
-  std::string error = ErrorOf({"--backend", "mongodb://h/?tls=true"});
-  EXPECT_NE(error.find("tls"), std::string::npos) << error;
+TEST_F(ConfigTest, BackendTlsOptionsAreKept) {
+  Config config = LoadServeConfig(
+      {"--backend", "mongodb://h/?tls=true&tlsCAFile=/etc/ca.pem&tlsAllowInvalidHostnames=true"});
+  EXPECT_TRUE(config.backend.tls.enabled);
+  EXPECT_EQ(config.backend.tls.ca_file, "/etc/ca.pem");
+  EXPECT_TRUE(config.backend.tls.allow_invalid_hostnames);
 }
 
 TEST_F(ConfigTest, UnknownFlagIsNamed) {

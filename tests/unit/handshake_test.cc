@@ -153,6 +153,28 @@ TEST(RewriteHandshakeReply, KeepsSmallerMaxMessageSize) {
   EXPECT_EQ(DocView(out).Int32("maxMessageSizeBytes"), 1'000'000);
 }
 
+TEST(RewriteHandshakeReply, CapsMaxMessageSizeAtRemoldsLimit) {
+  Bytes out = RewriteHandshakeReply(ReplicaSetHello(), {}, 2'000'000);
+  EXPECT_EQ(DocView(out).Int32("maxMessageSizeBytes"), 2'000'000);
+  out = RewriteHandshakeReply(ReplicaSetHello(1'000'000), {}, 2'000'000);
+  EXPECT_EQ(DocView(out).Int32("maxMessageSizeBytes"), 1'000'000);
+}
+
+TEST(RewriteHandshakeReply, AddsRemoldsLimitWhenTheBackendGaveNone) {
+  Bytes reply = Doc(BCON_NEW("ismaster", BCON_BOOL(true), "ok", BCON_DOUBLE(1.0)));
+  EXPECT_EQ(DocView(RewriteHandshakeReply(reply, {}, 2'000'000)).Int32("maxMessageSizeBytes"),
+            2'000'000);
+  EXPECT_FALSE(DocView(RewriteHandshakeReply(reply, {})).Has("maxMessageSizeBytes"));
+}
+
+TEST(RewriteHandshakeMessage, PassesTheLimitOn) {
+  Bytes message = EncodeOpMsg(7, 3, 0, ReplicaSetHello());
+  ASSERT_TRUE(RewriteHandshakeMessage(message, {}, 2'000'000));
+  OpMsgView view;
+  ASSERT_FALSE(ParseOpMsg(message, view));
+  EXPECT_EQ(DocView(view.body).Int32("maxMessageSizeBytes"), 2'000'000);
+}
+
 TEST(RewriteHandshakeReply, KeepsTheBackendFieldOrder) {
   Bytes out = RewriteHandshakeReply(ReplicaSetHello(), kZstdSnappy);
   std::vector<std::string> keys = DocView(out).Keys();
