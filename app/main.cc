@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -126,11 +127,13 @@ int Serve(const std::vector<std::string>& args) {
   RegisterRuleMetrics(metrics, rules, reloader.get());
   std::unique_ptr<remold::StatusServer> status;  // --metrics-listen
   std::string status_address;
+  auto draining = std::make_shared<std::atomic<bool>>(false);
   if (config.metrics_listen) {
     const remold::HostAndPort& at = *config.metrics_listen;
     try {
       status = std::make_unique<remold::StatusServer>(
-          metrics, config.backend, [&reloader]() -> std::string {
+          metrics, config.backend, [&reloader, draining]() -> std::string {
+            if (*draining) return "draining: shutting down";
             return reloader && reloader->reloads() == 0 ? "rules not loaded" : "";
           });
       status_address = HostPort(status->Bind(ResolveListen(at)));
@@ -157,6 +160,7 @@ int Serve(const std::vector<std::string>& args) {
     for (const auto& error : errors) std::cerr << "remold: config error: " << error << "\n";
     if (!errors.empty()) return 2;
   }
+  options.on_drain = [draining] { *draining = true; };
   options.on_sighup = [&reloader, tls = options.policy.tls] {
     if (reloader) reloader->Reload("SIGHUP");
     if (tls) tls->Reload();

@@ -77,6 +77,11 @@ class MessageStream {
   // timer per stream; a request costs one clock read.
   void EnableIdleTimeout(std::chrono::milliseconds timeout, std::function<void()> on_idle);
 
+  // Whether part of a next message has arrived: read ahead into the
+  // buffer, or waiting in the socket. A session that is between requests
+  // but has this is not idle (SIGTERM lets it finish that request).
+  bool HasPendingInput();
+
   tcp::socket& socket() { return socket_; }
   void Close();
 
@@ -88,13 +93,15 @@ class MessageStream {
   // Defined in message_stream_io.h; instantiated for tcp::socket
   // (message_stream.cc) and the TLS stream (message_stream_tls.cc).
   template <typename Stream>
-  awaitable<bool> FillAtLeast(Stream& stream, size_t bytes);
+  Stream& StreamOf();
   template <typename Stream>
-  awaitable<ReadStatus> ReadFrom(Stream& stream, std::vector<uint8_t>& out);
+  awaitable<bool> FillAtLeast(size_t bytes);
   template <typename Stream>
-  awaitable<bool> DiscardRejectedFrom(Stream& stream);
+  awaitable<ReadStatus> ReadFrom(std::vector<uint8_t>& out);
   template <typename Stream>
-  awaitable<bool> WriteTo(Stream& stream, std::span<const uint8_t> message);
+  awaitable<bool> DiscardRejectedFrom();
+  template <typename Stream>
+  awaitable<bool> WriteTo(std::span<const uint8_t> message);
   // The TLS side of Read/Write/DiscardRejected (message_stream_tls.cc).
   awaitable<ReadStatus> ReadTls(std::vector<uint8_t>& out);
   awaitable<bool> WriteTls(std::span<const uint8_t> message);
@@ -114,6 +121,7 @@ class MessageStream {
   int32_t bad_length_ = 0;
   wire::MessageHeader rejected_header_;
   size_t rejected_left_ = 0;  // bytes of the kTooLarge message not yet read
+  bool mid_message_ = false;  // Read() has part of a message and awaits the rest
 };
 
 }  // namespace remold

@@ -71,14 +71,21 @@ awaitable<std::string> MessageStream::StartTls(std::shared_ptr<ssl::context> con
   co_return std::string();
 }
 
+using TlsStream = ssl::stream<tcp::socket&>;
+
+template <>
+TlsStream& MessageStream::StreamOf<TlsStream>() {
+  return tls_->stream;
+}
+
 awaitable<ReadStatus> MessageStream::ReadTls(std::vector<uint8_t>& out) {
-  return ReadFrom(tls_->stream, out);
+  return ReadFrom<TlsStream>(out);
 }
 
 awaitable<bool> MessageStream::WriteTls(std::span<const uint8_t> message) {
-  return WriteTo(tls_->stream, message);
+  return WriteTo<TlsStream>(message);
 }
 
-awaitable<bool> MessageStream::DiscardRejectedTls() { return DiscardRejectedFrom(tls_->stream); }
+awaitable<bool> MessageStream::DiscardRejectedTls() { return DiscardRejectedFrom<TlsStream>(); }
 
 }  // namespace remold

@@ -157,6 +157,7 @@ awaitable<void> Server::AcceptLoop() {
 
 void Server::BeginDrain() {
   if (draining_.exchange(true)) return;
+  if (options_.on_drain) options_.on_drain();
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   signals_.cancel(ignored);

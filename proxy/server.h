@@ -33,6 +33,9 @@ struct ServerOptions {
   std::shared_ptr<const RuleSetHolder> rules;
   // Called on the main thread for each SIGHUP.
   std::function<void()> on_sighup;
+  // Called once when the drain begins (SIGTERM/SIGINT or Stop()), from
+  // the thread that began it: /readyz turns 503 from then on.
+  std::function<void()> on_drain;
   // TLS (client side and backend) and the client limits; see
   // proxy/connection_policy.h. Default: plain TCP, no limits but the wire's.
   ConnectionPolicy policy;

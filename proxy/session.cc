@@ -57,7 +57,9 @@ Session::Session(tcp::socket client, Shared shared, uint64_t id)
 
 void Session::Drain() {
   draining_ = true;
-  if (state_ == State::kIdle) Abort();
+  // Idle, unless a request has started to arrive: that one is served
+  // first (Run's loop ends after it).
+  if (state_ == State::kIdle && !client_.HasPendingInput()) Abort();
 }
 
 void Session::Abort() {

@@ -365,3 +365,29 @@ def test_rule_reloads_are_counted(private_remold, db_name, tmp_path):
     wait_for(lambda: value(scrape(address), "remold_rule_reloads_total", result="success") == 2,
              10, "the next good reload to be counted")
     assert value(scrape(address), "remold_rewrites_total", rule=rule) == 0
+
+
+def test_readyz_turns_503_while_draining(private_remold, db_name):
+    """After SIGTERM, while a request is still in flight, /readyz says
+    "draining" (the readiness probe moves traffic away) and /healthz stays 200."""
+    import signal
+
+    import wire
+    remold, address = start_observed(private_remold, "--drain-timeout-ms", "3000")
+    wait_for(lambda: http_get(address, "/readyz")[0] == 200, 10, "/readyz 200")
+    sock = wire.connect(*remold.address)
+    try:
+        message = wire.op_msg({"ping": 1, "$db": db_name})
+        sock.sendall(message[:20])  # a request being received: the drain waits for it
+        time.sleep(0.3)
+        remold.proc.send_signal(signal.SIGTERM)
+        status, body, _ = wait_for(lambda: (r := http_get(address, "/readyz"))[0] == 503 and r, 5,
+                                   "/readyz 503 while draining")
+        assert body == "not ready: draining: shutting down\n", body
+        assert http_get(address, "/healthz")[0] == 200
+        sock.sendall(message[20:])
+        reply = wire.recv_message(sock, timeout=5)
+        assert reply.doc.get("ok") == 1, reply.doc
+    finally:
+        sock.close()
+    assert remold.proc.wait(timeout=10) == 0

@@ -121,12 +121,6 @@ def test_sigterm_drains_in_flight_request(private_remold, direct_client, db_name
         direct_client.drop_database(db_name)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Session::Drain closes every session in State::kIdle, and a session stays kIdle until a "
-    "whole request has been read: a request partly received (or received but not yet read) "
-    "when SIGTERM arrives is dropped. Fix: in Session::Drain abort only if the client stream "
-    "holds no pending input (no partial message, nothing buffered, socket available() == 0); "
-    "otherwise let Run() read and serve that request, after which the loop ends."))
 def test_sigterm_keeps_a_partly_received_request(private_remold, direct_client, db_name):
     """A request whose first bytes reached remold before SIGTERM is in flight:
     it is read to its end and answered, then the connection closes."""
