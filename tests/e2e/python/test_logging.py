@@ -152,6 +152,10 @@ def test_no_documents_or_credentials_at_info(private_remold, backend, direct_cli
         coll.update_one({"_id": marker}, {"$set": {"other": marker}})
         products = client[db_name].products
         products.insert_one({"_id": 1, "name": marker, "ram_gb": marker})
+        # A rewritten command that takes well over 1 ms on any machine, so the
+        # slow-operation log surely has one line naming the rule.
+        products.insert_many([{"_id": 10 + i, "name": "bulk", "ram_gb": i, "screen_in": i % 17}
+                              for i in range(3000)])
         assert products.find_one({"ram_gb": marker})["name"] == marker
         with pytest.raises(pymongo.errors.OperationFailure):
             list(products.find({"$where": f"this.name == '{marker}'"}))
