@@ -276,8 +276,9 @@ TEST(ComputedRuleLoader, TwoAggregatesOfOneTargetWithOtherFieldsLoad) {
 TEST(ComputedRuleLoader, PathsInsideEachNameTheElementsFields) {
   // Inside each, paths name the element's fields: `total` of an item is not
   // the computed field `total`.
-  EXPECT_EQ(LoadComputed(kHead + "  fields:\n    total: {sum: {each: items, of: total}}\n").fields.size(),
-            1u);
+  EXPECT_EQ(
+      LoadComputed(kHead + "  fields:\n    total: {sum: {each: items, of: total}}\n").fields.size(),
+      1u);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kRule = "namespace: a.b\npattern: bucket\nbucket:\n  collection: c\n  time: t\n  span: 1h\n";
+const char* kRule =
+    "namespace: a.b\npattern: bucket\nbucket:\n  collection: c\n  time: t\n  span: 1h\n";
 
 TEST(RuleLoader, NonDirectory) {
   TempDir dir;
