@@ -2,11 +2,11 @@
 // repairs, report lines, pipelines and the backend URI.
 #include <gtest/gtest.h>
 
-#include "app/backend_client.h"
-#include "app/reconcile_drift.h"
-#include "app/reconcile_expected.h"
-#include "app/reconcile_value.h"
 #include "rules/loader.h"
+#include "tools/common/backend_client.h"
+#include "tools/reconcile/drift.h"
+#include "tools/reconcile/expected.h"
+#include "tools/reconcile/value.h"
 
 namespace remold {
 namespace {

@@ -1,8 +1,8 @@
-#include "app/reconcile_fields.h"
+#include "tools/reconcile/fields.h"
 
 #include <algorithm>
 
-#include "app/reconcile_expected.h"
+#include "tools/reconcile/expected.h"
 
 namespace remold {
 namespace {

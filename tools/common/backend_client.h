@@ -1,5 +1,5 @@
-// A synchronous connection to the backend for `remold reconcile`, over
-// libmongoc: the only file of app/ that speaks to a server.
+// A synchronous connection to the backend for the offline tools (tools/),
+// over libmongoc: the only file of tools/ that speaks to a server.
 //
 // Every failure throws BackendError with the server's or driver's message.
 // Single-threaded: one BackendClient per thread.

@@ -1,4 +1,4 @@
-#include "app/backend_client.h"
+#include "tools/common/backend_client.h"
 
 #include <mongoc/mongoc.h>
 

@@ -5,11 +5,11 @@
 #include <ostream>
 #include <string>
 
-#include "app/backend_client.h"
-#include "app/progress.h"
-#include "app/reconcile_drift.h"
 #include "common/doc.h"
 #include "rules/rule.h"
+#include "tools/common/backend_client.h"
+#include "tools/common/progress.h"
+#include "tools/reconcile/drift.h"
 
 namespace remold {
 

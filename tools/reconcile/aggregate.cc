@@ -1,10 +1,10 @@
-#include "app/reconcile_aggregate.h"
+#include "tools/reconcile/aggregate.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "app/reconcile_expected.h"
+#include "tools/reconcile/expected.h"
 
 namespace remold {
 namespace {

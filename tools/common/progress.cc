@@ -1,4 +1,4 @@
-#include "app/progress.h"
+#include "tools/common/progress.h"
 
 #include <algorithm>
 #include <ostream>

@@ -1,14 +1,14 @@
-#include "app/reconcile.h"
+#include "tools/reconcile/reconcile.h"
 
 #include <optional>
 #include <ostream>
 
-#include "app/backend_client.h"
 #include "app/config.h"
-#include "app/reconcile_aggregate.h"
-#include "app/reconcile_context.h"
-#include "app/reconcile_fields.h"
 #include "rules/loader.h"
+#include "tools/common/backend_client.h"
+#include "tools/reconcile/aggregate.h"
+#include "tools/reconcile/context.h"
+#include "tools/reconcile/fields.h"
 
 namespace remold {
 namespace {
