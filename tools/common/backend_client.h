@@ -28,8 +28,10 @@ class BackendError : public std::runtime_error {
 
 // The libmongoc URI for remold's backend URI: its hosts and connect timeout,
 // and its replicaSet / directConnection options (remold itself ignores
-// them; the driver uses them to find the primary).
-std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend);
+// them; the driver uses them to find the primary). `app_name` (the tool's
+// program name) is what the server logs for each connection.
+std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend,
+                      std::string_view app_name);
 
 // One document of a result, valid during the callback (a wrapper: libbson's
 // bson_t carries an alignment attribute that std::function's signature

@@ -118,7 +118,7 @@ Plan Prepare(const Options& options, std::ostream& err) {
 
 // Connects, checks every selected rule, prints the summaries and the total.
 int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_is_terminal) {
-  BackendClient backend(MongocUri(plan.config.backend_uri, plan.config.backend));
+  BackendClient backend(MongocUri(plan.config.backend_uri, plan.config.backend, "remold-reconcile"));
   try {
     backend.Ping();
   } catch (const BackendError& e) {
