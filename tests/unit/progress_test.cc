@@ -1,4 +1,4 @@
-#include "app/progress.h"
+#include "tools/common/progress.h"
 
 #include <gtest/gtest.h>
 
@@ -29,16 +29,18 @@ TEST(ProgressTest, BarPastAnEstimateStopsAtFull) {
 
 TEST(ProgressTest, BarWithoutTotal) { EXPECT_EQ(RenderBar(4812, std::nullopt, "posts"), "4,812 posts"); }
 
+const ProgressLabels kComments{"reconcile: rule comments", "blog.posts", "checked", "posts"};
+
 TEST(ProgressTest, PlainLine) {
-  EXPECT_EQ(RenderProgressLine("comments", 4812, 10000, "blog.posts"),
+  EXPECT_EQ(RenderProgressLine(kComments, 4812, 10000),
             "reconcile: rule comments: 4812/10000 blog.posts checked");
-  EXPECT_EQ(RenderProgressLine("comments", 7, std::nullopt, "blog.posts"),
+  EXPECT_EQ(RenderProgressLine(kComments, 7, std::nullopt),
             "reconcile: rule comments: 7 blog.posts checked");
 }
 
 TEST(ProgressTest, NotATerminalPrintsPlainLinesOnly) {
   std::ostringstream err;
-  Progress progress(err, false, "comments", "blog.posts", "posts", 3);
+  Progress progress(err, false, kComments, 3);
   for (int i = 0; i < 3; ++i) progress.Step();
   progress.Clear();
   progress.Finish();
@@ -48,7 +50,7 @@ TEST(ProgressTest, NotATerminalPrintsPlainLinesOnly) {
 
 TEST(ProgressTest, TerminalRedrawsInPlaceAndClearsForReportLines) {
   std::ostringstream err;
-  Progress progress(err, true, "comments", "blog.posts", "posts", 2);
+  Progress progress(err, true, kComments, 2);
   progress.Step();
   progress.Clear();
   progress.Step();  // redrawn at once after a Clear

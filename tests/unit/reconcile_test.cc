@@ -2,11 +2,11 @@
 // repairs, report lines, pipelines and the backend URI.
 #include <gtest/gtest.h>
 
-#include "app/backend_client.h"
-#include "app/reconcile_drift.h"
-#include "app/reconcile_expected.h"
-#include "app/reconcile_value.h"
 #include "rules/loader.h"
+#include "tools/common/backend_client.h"
+#include "tools/reconcile/drift.h"
+#include "tools/reconcile/expected.h"
+#include "tools/reconcile/value.h"
 
 namespace remold {
 namespace {
@@ -327,11 +327,11 @@ TEST(ReconcileUriTest, MongocUriKeepsHostsTimeoutAndTopologyOptions) {
   const std::string uri = "mongodb://a:1,[::1]:2/?connectTimeoutMS=5000&replicaSet=rs0&appName=x";
   std::optional<BackendOptions> backend = ParseBackendUri(uri, error);
   ASSERT_TRUE(backend) << error;
-  EXPECT_EQ(MongocUri(uri, *backend),
+  EXPECT_EQ(MongocUri(uri, *backend, "remold-reconcile"),
             "mongodb://a:1,[::1]:2/?appname=remold-reconcile&connectTimeoutMS=5000&replicaSet=rs0");
   backend = ParseBackendUri("mongodb://h?directConnection=true", error);
   ASSERT_TRUE(backend) << error;
-  EXPECT_EQ(MongocUri("mongodb://h?directConnection=true", *backend),
+  EXPECT_EQ(MongocUri("mongodb://h?directConnection=true", *backend, "remold-reconcile"),
             "mongodb://h:27017/?appname=remold-reconcile&connectTimeoutMS=10000&directConnection=true");
 }
 

@@ -1,5 +1,5 @@
-// A synchronous connection to the backend for `remold reconcile`, over
-// libmongoc: the only file of app/ that speaks to a server.
+// A synchronous connection to the backend for the offline tools (tools/),
+// over libmongoc: the only file of tools/ that speaks to a server.
 //
 // Every failure throws BackendError with the server's or driver's message.
 // Single-threaded: one BackendClient per thread.
@@ -28,8 +28,10 @@ class BackendError : public std::runtime_error {
 
 // The libmongoc URI for remold's backend URI: its hosts and connect timeout,
 // and its replicaSet / directConnection options (remold itself ignores
-// them; the driver uses them to find the primary).
-std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend);
+// them; the driver uses them to find the primary). `app_name` (the tool's
+// program name) is what the server logs for each connection.
+std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend,
+                      std::string_view app_name);
 
 // One document of a result, valid during the callback (a wrapper: libbson's
 // bson_t carries an alignment attribute that std::function's signature

@@ -1,14 +1,14 @@
-#include "app/reconcile.h"
+#include "tools/reconcile/reconcile.h"
 
 #include <optional>
 #include <ostream>
 
-#include "app/backend_client.h"
 #include "app/config.h"
-#include "app/reconcile_aggregate.h"
-#include "app/reconcile_context.h"
-#include "app/reconcile_fields.h"
 #include "rules/loader.h"
+#include "tools/common/backend_client.h"
+#include "tools/reconcile/aggregate.h"
+#include "tools/reconcile/context.h"
+#include "tools/reconcile/fields.h"
 
 namespace remold {
 namespace {
@@ -118,7 +118,7 @@ Plan Prepare(const Options& options, std::ostream& err) {
 
 // Connects, checks every selected rule, prints the summaries and the total.
 int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_is_terminal) {
-  BackendClient backend(MongocUri(plan.config.backend_uri, plan.config.backend));
+  BackendClient backend(MongocUri(plan.config.backend_uri, plan.config.backend, "remold-reconcile"));
   try {
     backend.Ping();
   } catch (const BackendError& e) {

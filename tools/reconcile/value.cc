@@ -1,4 +1,4 @@
-#include "app/reconcile_value.h"
+#include "tools/reconcile/value.h"
 
 #include <charconv>
 #include <cmath>

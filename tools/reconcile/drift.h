@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "app/reconcile_value.h"
 #include "common/doc.h"
+#include "tools/reconcile/value.h"
 
 namespace remold {
 

@@ -1,12 +1,12 @@
 // remold-reconcile: `remold reconcile`, as its own program (see
-// app/CMakeLists.txt for why). `remold reconcile ARGS` runs it with ARGS.
+// tools/CMakeLists.txt for why). `remold reconcile ARGS` runs it with ARGS.
 #include <unistd.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "app/reconcile.h"
+#include "tools/reconcile/reconcile.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -4,7 +4,7 @@
 //
 // Reads the same configuration as `remold serve` (backend URI and rules
 // directory; --backend and --rules override the file). Report lines go to
-// `out` (see app/reconcile_drift.h for their format), progress and errors
+// `out` (see tools/reconcile/drift.h for their format), progress and errors
 // to `err` (a bar when `err_is_terminal`, plain lines otherwise).
 //
 // Exit codes: 0 no drift, or all of it fixed; 1 drift left unfixed;

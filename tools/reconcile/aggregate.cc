@@ -1,10 +1,10 @@
-#include "app/reconcile_aggregate.h"
+#include "tools/reconcile/aggregate.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "app/reconcile_expected.h"
+#include "tools/reconcile/expected.h"
 
 namespace remold {
 namespace {
@@ -47,8 +47,8 @@ class AggregateCheck {
     context_.Note(rule_, "counting " + source_.full() + " by " + aggregate_.link_from + " for " +
                              aggregate_.target.full());
     CountSources(nullptr, sources_);
-    Progress progress(context_.err, context_.terminal, rule_, aggregate_.target.full(),
-                      aggregate_.target.collection, context_.backend.EstimatedCount(aggregate_.target));
+    Progress progress(context_.err, context_.terminal, context_.Scanning(rule_, aggregate_.target),
+                      context_.backend.EstimatedCount(aggregate_.target));
     progress_ = &progress;
     context_.backend.Find(aggregate_.target, Doc().get(), ProjectionOptions().get(), [&](DocumentView view) {
       progress.Step();

@@ -1,4 +1,4 @@
-#include "app/backend_client.h"
+#include "tools/common/backend_client.h"
 
 #include <mongoc/mongoc.h>
 
@@ -89,10 +89,12 @@ void Drain(mongoc_cursor_t* cursor, const Namespace& ns, const BackendClient::Do
 
 }  // namespace
 
-std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend) {
+std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend,
+                      std::string_view app_name) {
   std::string uri = "mongodb://";
   for (size_t i = 0; i < backend.hosts.size(); ++i) uri += (i ? "," : "") + HostText(backend.hosts[i]);
-  uri += "/?appname=remold-reconcile&connectTimeoutMS=" + std::to_string(backend.connect_timeout.count());
+  uri += "/?appname=" + std::string(app_name);
+  uri += "&connectTimeoutMS=" + std::to_string(backend.connect_timeout.count());
   for (const std::string& option : PassThroughOptions(backend_uri)) uri += "&" + option;
   return uri;
 }

@@ -1,6 +1,6 @@
 // What the source data says computed and maintained fields should hold:
 // the aggregation pipelines that recount the sources of an aggregate, and
-// the expectations (app/reconcile_drift.h) for one document.
+// the expectations (tools/reconcile/drift.h) for one document.
 //
 // Maintained fields (rules/rule.h, MaintainedField), for a target whose
 // link value has sources:
@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "app/reconcile_drift.h"
-#include "app/reconcile_value.h"
 #include "common/doc.h"
 #include "rules/rule.h"
+#include "tools/reconcile/drift.h"
+#include "tools/reconcile/value.h"
 
 namespace remold {
 

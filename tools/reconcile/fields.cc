@@ -1,8 +1,8 @@
-#include "app/reconcile_fields.h"
+#include "tools/reconcile/fields.h"
 
 #include <algorithm>
 
-#include "app/reconcile_expected.h"
+#include "tools/reconcile/expected.h"
 
 namespace remold {
 namespace {
@@ -54,7 +54,7 @@ Summary CheckFields(const CheckContext& context, const std::string& rule, const 
   Summary summary;
   summary.rule = rule;
   summary.ns = computed.logical.full();
-  Progress progress(context.err, context.terminal, rule, computed.logical.full(), computed.logical.collection,
+  Progress progress(context.err, context.terminal, context.Scanning(rule, computed.logical),
                     context.backend.EstimatedCount(computed.logical));
   context.backend.Find(computed.logical, Doc().get(), Projection(computed).get(), [&](DocumentView view) {
     const bson_t* document = view.bson;

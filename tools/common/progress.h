@@ -1,9 +1,10 @@
-// Progress of a long scan, on stderr.
+// Progress of a long scan by an offline tool, on stderr.
 //
 // On a terminal: one line redrawn in place with '\r', at most ten times a
 // second:  [########............] 41%  4,812/11,630 posts
 // Otherwise: a plain line at most every 2 s, and one at the end:
 //   reconcile: rule comments: 4812/11630 blog.posts checked
+// The tool names the scan (ProgressLabels); the wording above is reconcile's.
 // `total` is an estimate (a count taken before the scan); without one the
 // bar shows the count alone.
 #pragma once
@@ -24,16 +25,21 @@ std::string WithThousands(int64_t number);
 std::string RenderBar(int64_t done, std::optional<int64_t> total, const std::string& noun,
                       int width = 20);
 
+// How a scan names itself: "<prefix>: <done>/<total> <ns> <verb>" on the
+// plain lines, "<done>/<total> <noun>" on the bar.
+struct ProgressLabels {
+  std::string prefix;  // "reconcile: rule comments"
+  std::string ns;      // "blog.posts"
+  std::string verb;    // "checked"
+  std::string noun;    // "posts"
+};
+
 // "reconcile: rule comments: 4812/11630 blog.posts checked".
-std::string RenderProgressLine(const std::string& rule, int64_t done, std::optional<int64_t> total,
-                               const std::string& ns);
+std::string RenderProgressLine(const ProgressLabels& labels, int64_t done, std::optional<int64_t> total);
 
 class Progress {
  public:
-  // `noun` names the scanned documents on the bar ("posts"), `ns` on the
-  // plain lines ("blog.posts").
-  Progress(std::ostream& err, bool terminal, std::string rule, std::string ns, std::string noun,
-           std::optional<int64_t> total);
+  Progress(std::ostream& err, bool terminal, ProgressLabels labels, std::optional<int64_t> total);
   // A bar left drawn (the scan was cut short) gets its newline.
   ~Progress();
   Progress(const Progress&) = delete;
@@ -53,7 +59,7 @@ class Progress {
 
   std::ostream& err_;
   bool terminal_;
-  std::string rule_, ns_, noun_;
+  ProgressLabels labels_;
   std::optional<int64_t> total_;
   int64_t done_ = 0;
   bool drawn_ = false;

@@ -1,4 +1,4 @@
-#include "app/reconcile_drift.h"
+#include "tools/reconcile/drift.h"
 
 #include <algorithm>
 

@@ -25,8 +25,8 @@
 
 #include <string>
 
-#include "app/reconcile_context.h"
 #include "rules/rule.h"
+#include "tools/reconcile/context.h"
 
 namespace remold {
 

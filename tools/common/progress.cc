@@ -1,4 +1,4 @@
-#include "app/progress.h"
+#include "tools/common/progress.h"
 
 #include <algorithm>
 #include <ostream>
@@ -35,20 +35,12 @@ std::string RenderBar(int64_t done, std::optional<int64_t> total, const std::str
   return bar + std::to_string(percent) + "%  " + Fraction(done, total, true) + " " + noun;
 }
 
-std::string RenderProgressLine(const std::string& rule, int64_t done, std::optional<int64_t> total,
-                               const std::string& ns) {
-  return "reconcile: rule " + rule + ": " + Fraction(done, total, false) + " " + ns + " checked";
+std::string RenderProgressLine(const ProgressLabels& labels, int64_t done, std::optional<int64_t> total) {
+  return labels.prefix + ": " + Fraction(done, total, false) + " " + labels.ns + " " + labels.verb;
 }
 
-Progress::Progress(std::ostream& err, bool terminal, std::string rule, std::string ns, std::string noun,
-                   std::optional<int64_t> total)
-    : err_(err),
-      terminal_(terminal),
-      rule_(std::move(rule)),
-      ns_(std::move(ns)),
-      noun_(std::move(noun)),
-      total_(total),
-      last_(Clock::now()) {
+Progress::Progress(std::ostream& err, bool terminal, ProgressLabels labels, std::optional<int64_t> total)
+    : err_(err), terminal_(terminal), labels_(std::move(labels)), total_(total), last_(Clock::now()) {
   if (terminal_) Draw();
 }
 
@@ -80,10 +72,10 @@ void Progress::Finish() {
 
 void Progress::Draw() {
   if (terminal_) {
-    err_ << "\r" << RenderBar(done_, total_, noun_) << "\x1b[K" << std::flush;
+    err_ << "\r" << RenderBar(done_, total_, labels_.noun) << "\x1b[K" << std::flush;
     drawn_ = true;
   } else {
-    err_ << RenderProgressLine(rule_, done_, total_, ns_) << "\n" << std::flush;
+    err_ << RenderProgressLine(labels_, done_, total_) << "\n" << std::flush;
   }
 }
 

@@ -1,4 +1,4 @@
-#include "app/reconcile_context.h"
+#include "tools/reconcile/context.h"
 
 #include <algorithm>
 

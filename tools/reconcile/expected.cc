@@ -1,4 +1,4 @@
-#include "app/reconcile_expected.h"
+#include "tools/reconcile/expected.h"
 
 #include <algorithm>
 #include <variant>

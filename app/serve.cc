@@ -1,0 +1,219 @@
+#include "app/serve.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/config.h"
+#include "app/logging.h"
+#include "app/rule_reloader.h"
+#include "app/status_server.h"
+#include "proxy/metrics.h"
+#include "proxy/server.h"
+
+namespace remold {
+namespace {
+
+constexpr int kOk = 0;  // drained, or --help
+constexpr int kCannotListen = 1;
+constexpr int kRejected = 2;  // configuration, rules or TLS files
+
+tcp::endpoint ResolveListen(const HostAndPort& listen) {
+  asio::io_context context;
+  tcp::resolver resolver(context);
+  auto results = resolver.resolve(listen.host, std::to_string(listen.port), tcp::resolver::passive);
+  return results.begin()->endpoint();
+}
+
+std::string HostPort(const tcp::endpoint& endpoint) {
+  std::string host = endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]"
+                                                : endpoint.address().to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+
+bool AsksForHelp(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(),
+                     [](const std::string& arg) { return arg == "--help" || arg == "-h"; });
+}
+
+// --config and the flags; nullopt once the error is printed.
+std::optional<Config> ReadConfig(const std::vector<std::string>& args) {
+  try {
+    return LoadServeConfig(args);
+  } catch (const ConfigError& e) {
+    std::cerr << "remold: config error: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+// One run of `remold serve`, set up in the order RunServe calls the steps.
+// A step that fails prints why and returns false. The status endpoint and
+// the server call back into this object, which outlives both.
+class ServeRun {
+ public:
+  explicit ServeRun(Config config) : config_(std::move(config)) {}
+  ServeRun(const ServeRun&) = delete;
+  ServeRun& operator=(const ServeRun&) = delete;
+
+  // Loads the rules directory, if one is configured, and watches it.
+  bool LoadRules();
+  // Rule reloads and the rules in force, for /metrics.
+  void RegisterRuleMetrics();
+  // With --metrics-listen, binds /metrics, /healthz and /readyz; they
+  // answer once the proxy listens.
+  bool BindStatusEndpoint();
+  // Loads the certificates when either side uses TLS (SIGHUP reloads them).
+  bool LoadTls();
+  // Binds the client address, announces it, and serves until drained.
+  bool ListenAndServe();
+
+ private:
+  ServerOptions MakeServerOptions();
+  void Announce(const tcp::endpoint& bound) const;
+  // What keeps /readyz at 503 on remold's side ("" when nothing does).
+  std::string NotReadyReason() const;
+
+  const Config config_;
+  std::shared_ptr<RuleSetHolder> rules_ = std::make_shared<RuleSetHolder>();
+  std::unique_ptr<RuleReloader> reloader_;  // null: no rules directory
+  std::atomic<bool> draining_{false};
+  std::shared_ptr<TlsContexts> tls_;        // null: plain TCP on both sides
+  std::unique_ptr<StatusServer> status_;    // null: no --metrics-listen
+  std::string status_address_;
+};
+
+bool ServeRun::LoadRules() {
+  if (config_.rules_dir.empty()) return true;
+  reloader_ = std::make_unique<RuleReloader>(config_.rules_dir, rules_);
+  std::vector<std::string> errors = reloader_->Reload("start");
+  if (!errors.empty()) {
+    for (const auto& error : errors) std::cerr << error << "\n";
+    std::cerr << "remold: refusing to start: " << errors.size() << " error(s) in the rules\n";
+    return false;
+  }
+  reloader_->Watch(std::chrono::seconds(1));
+  return true;
+}
+
+void ServeRun::RegisterRuleMetrics() {
+  Metrics& metrics = GlobalMetrics();
+  // Every rule in force has its series from the start, zeros included.
+  metrics.AddRefresher([&metrics, rules = rules_] {
+    for (const Rule& rule : rules->Load()->rules()) metrics.ForRule(rule.name);
+  });
+  metrics.AddCollector([rules = rules_, reloader = reloader_.get()](prometheus::TextWriter& out) {
+    out.Family("remold_rule_reloads_total", "counter",
+               "Loads of the rules directory (at start, on SIGHUP, on change), by result.");
+    out.Sample("remold_rule_reloads_total", {{"result", "success"}},
+               reloader ? reloader->reloads() : uint64_t{0});
+    out.Sample("remold_rule_reloads_total", {{"result", "failure"}},
+               reloader ? reloader->failures() : uint64_t{0});
+    out.Family("remold_rules", "gauge", "Rules in force.");
+    out.Sample("remold_rules", {}, static_cast<uint64_t>(rules->Load()->rules().size()));
+  });
+}
+
+bool ServeRun::BindStatusEndpoint() {
+  if (!config_.metrics_listen) return true;
+  const HostAndPort& at = *config_.metrics_listen;
+  try {
+    status_ = std::make_unique<StatusServer>(GlobalMetrics(), config_.backend,
+                                             [this] { return NotReadyReason(); });
+    status_address_ = HostPort(status_->Bind(ResolveListen(at)));
+  } catch (const boost::system::system_error& e) {
+    std::cerr << "remold: metrics listen " << at.host << ":" << at.port << ": " << e.code().message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+bool ServeRun::LoadTls() {
+  if (config_.tls_cert_file.empty() && !config_.backend.tls.enabled) return true;
+  tls_ = std::make_shared<TlsContexts>(
+      ClientTlsFiles{config_.tls_cert_file, config_.tls_key_file, config_.tls_client_ca_file},
+      config_.backend.tls);
+  std::vector<std::string> errors = tls_->Load();
+  for (const auto& error : errors) std::cerr << "remold: config error: " << error << "\n";
+  return errors.empty();
+}
+
+bool ServeRun::ListenAndServe() {
+  RaiseFileLimit(config_.max_connections);
+  try {
+    Server server(MakeServerOptions());
+    Announce(server.Bind());
+    if (status_) status_->Start();
+    server.Run();
+  } catch (const boost::system::system_error& e) {
+    std::cerr << "remold: listen " << config_.listen.host << ":" << config_.listen.port << ": "
+              << e.code().message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+ServerOptions ServeRun::MakeServerOptions() {
+  ServerOptions options;
+  options.listen = ResolveListen(config_.listen);
+  options.backend = config_.backend;
+  options.rules = rules_;
+  options.worker_threads = config_.threads;
+  options.drain_timeout = config_.drain_timeout;
+  options.slow_operation = config_.slow_op;
+  // Limits and TLS: proxy/connection_policy.h.
+  options.policy.limits.max_connections = config_.max_connections;
+  options.policy.limits.max_message_size = config_.max_message_size;
+  options.policy.limits.idle_timeout = config_.idle_timeout;
+  options.policy.tls = tls_;
+  options.on_drain = [this] { draining_ = true; };
+  options.on_sighup = [this] {
+    if (reloader_) reloader_->Reload("SIGHUP");
+    if (tls_) tls_->Reload();
+  };
+  return options;
+}
+
+// The addresses on stdout, for whoever started remold (and in the log).
+void ServeRun::Announce(const tcp::endpoint& bound) const {
+  std::string address = HostPort(bound);
+  std::printf("remold listening on %s\n", address.c_str());
+  std::fflush(stdout);
+  spdlog::info("listening on {}, backend {}", address, config_.backend_uri);
+  if (!status_) return;
+  std::printf("remold metrics listening on %s\n", status_address_.c_str());
+  std::fflush(stdout);
+  spdlog::info("metrics on http://{}/metrics (/healthz, /readyz)", status_address_);
+}
+
+std::string ServeRun::NotReadyReason() const {
+  if (draining_) return "draining: shutting down";
+  return reloader_ && reloader_->reloads() == 0 ? "rules not loaded" : "";
+}
+
+}  // namespace
+
+int RunServe(const std::vector<std::string>& args) {
+  if (AsksForHelp(args)) {
+    std::cout << ServeUsage();
+    return kOk;
+  }
+  std::optional<Config> config = ReadConfig(args);
+  if (!config) return kRejected;
+  SetUpLogging(config->log_level, config->log_format);
+
+  ServeRun run(*std::move(config));
+  if (!run.LoadRules()) return kRejected;
+  run.RegisterRuleMetrics();
+  if (!run.BindStatusEndpoint()) return kCannotListen;
+  if (!run.LoadTls()) return kRejected;
+  return run.ListenAndServe() ? kOk : kCannotListen;
+}
+
+}  // namespace remold
