@@ -55,13 +55,27 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, 
   return static_cast<int64_t>(v);
 }
 
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo,
+                                    int64_t hi) {
+  std::vector<int64_t> values;
+  for (const auto& item : split_list(text)) values.push_back(parse_int(flag, item, lo, hi));
+  if (values.empty()) usage_error(flag + " is empty");
+  return values;
+}
+
+std::vector<int> parse_count_list(const std::string& flag, const std::string& text, int hi) {
+  std::vector<int> counts;
+  for (int64_t n : parse_int_list(flag, text, 1, hi)) counts.push_back(static_cast<int>(n));
+  return counts;
+}
+
 void check_endpoint(const std::string& flag, const std::string& text) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
     usage_error(flag + " expects HOST:PORT, got '" + text + "'");
 }
 
-void parse_flags(int argc, char** argv, std::initializer_list<std::string_view> switches,
+void parse_flags(int argc, char** argv, const std::vector<std::string_view>& switches,
                  const FlagHandler& apply) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
@@ -137,6 +151,14 @@ double self_cpu_seconds() {
   return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
 size_t nearest_rank(size_t n, double p) {
   const auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(n)));
   return std::clamp<size_t>(rank, 1, n) - 1;
@@ -153,6 +175,17 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::optional<std::pair<double, double>> ratio_range(const std::vector<double>& a,
+                                                     const std::vector<double>& b) {
+  std::optional<std::pair<double, double>> range;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (!(b[i] > 0)) continue;
+    const double r = a[i] / b[i];
+    range = range ? std::pair{std::min(range->first, r), std::max(range->second, r)} : std::pair{r, r};
+  }
+  return range;
 }
 
 std::string json_escape(const std::string& s) {

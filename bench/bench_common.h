@@ -1,5 +1,5 @@
-// What remold_bench, bucket_bench and attribute_bench share: argument
-// parsing, the machine header, percentiles and process CPU time.
+// What every bench shares: argument parsing, the machine header, elapsed
+// time, percentiles and process CPU time.
 //
 // Contract:
 //   - set_usage() names the program and its usage text once, before any
@@ -11,18 +11,22 @@
 //     exits 0; a flag listed in `switches` is applied with an empty value
 //     (given "=value", it is an unknown argument); every other flag takes
 //     "--flag=value" or the next argument.
+//   - parse_int_list() parses a comma-separated list of integers in lo..hi,
+//     at least one; parse_count_list() one of counts in 1..hi.
 //   - percentile() is nearest-rank (0 for no samples); median() averages the
 //     two middle values of an even count (0 for no samples).
 //   - usable_cores(), load_average(), process_cpu_seconds() and
 //     self_cpu_seconds() return -1 when the system does not tell.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bench_common {
@@ -38,11 +42,14 @@ std::vector<std::string> split_list(const std::string& text);
 double parse_number(const std::string& flag, const std::string& text, bool allow_zero = false);
 // An integer in lo..hi (zero is allowed only when lo is 0).
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t lo, int64_t hi);
+std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& text, int64_t lo,
+                                    int64_t hi);
+std::vector<int> parse_count_list(const std::string& flag, const std::string& text, int hi);
 // Checks that `text` looks like HOST:PORT.
 void check_endpoint(const std::string& flag, const std::string& text);
 
 using FlagHandler = std::function<void(const std::string& flag, const std::string& value)>;
-void parse_flags(int argc, char** argv, std::initializer_list<std::string_view> switches,
+void parse_flags(int argc, char** argv, const std::vector<std::string_view>& switches,
                  const FlagHandler& apply);
 
 // ---- the machine -------------------------------------------------------------
@@ -58,12 +65,22 @@ void print_machine(const char* caveat);
 double process_cpu_seconds(int pid);
 double self_cpu_seconds();
 
+// ---- time --------------------------------------------------------------------
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start);
+double ms_since(Clock::time_point start);
+
 // ---- statistics --------------------------------------------------------------
 
 // 0-based index of the nearest-rank p-percentile among n > 0 sorted samples.
 size_t nearest_rank(size_t n, double p);
 double percentile(std::vector<double> v, double p);
 double median(std::vector<double> v);
+// The lowest and highest a[i] / b[i] over the pairs with b[i] > 0 (round i
+// of one side against round i of the other), std::nullopt when none.
+std::optional<std::pair<double, double>> ratio_range(const std::vector<double>& a,
+                                                     const std::vector<double>& b);
 
 // `s` escaped for a JSON string (quotes, backslashes, control characters).
 std::string json_escape(const std::string& s);

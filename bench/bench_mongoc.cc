@@ -7,6 +7,18 @@
 
 namespace bench_common {
 
+Documents::~Documents() {
+  for (bson_t* doc : docs_) bson_destroy(doc);
+}
+
+CollectionPtr collection(mongoc_client_t* client, const char* db, const char* name) {
+  return CollectionPtr(mongoc_client_get_collection(client, db, name));
+}
+
+SharedCollection shared_collection(mongoc_client_t* client, const char* db, const char* name) {
+  return SharedCollection(mongoc_client_get_collection(client, db, name), CollectionDeleter());
+}
+
 BsonPtr json(const std::string& text) {
   bson_error_t error;
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(text.data()),
@@ -58,6 +70,30 @@ BsonPtr command(mongoc_client_t* client, const char* db, const bson_t* cmd, bool
     throw std::runtime_error(std::string("command failed on ") + db + ": " + to_json(cmd) +
                              ": " + r.error.message);
   return std::move(r.reply);
+}
+
+InsertResult insert_many(mongoc_collection_t* collection, const bson_t* const* docs, size_t count,
+                         const bson_t* opts) {
+  InsertResult result;
+  bson_t reply;
+  bson_error_t error;
+  result.ok = mongoc_collection_insert_many(collection, const_cast<const bson_t**>(docs), count,
+                                            opts, &reply, &error);
+  result.inserted = static_cast<int64_t>(number_at(&reply, "insertedCount").value_or(0));
+  if (!result.ok)
+    result.error = std::string(error.message) + "; reply " + to_json(&reply);
+  else if (result.inserted != static_cast<int64_t>(count))
+    result.error = "insertedCount " + std::to_string(result.inserted) + " of " +
+                   std::to_string(count) + "; reply " + to_json(&reply);
+  result.ok = result.error.empty();
+  bson_destroy(&reply);
+  return result;
+}
+
+void delete_all(mongoc_client_t* client, const char* db, const char* collection) {
+  BsonPtr cmd(BCON_NEW("delete", BCON_UTF8(collection), "deletes", "[", "{", "q", "{", "}",
+                       "limit", BCON_INT32(0), "}", "]"));
+  command(client, db, cmd.get());
 }
 
 int run_main(const char* program, const std::function<int()>& run) {

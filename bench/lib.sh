@@ -1,5 +1,5 @@
-# bench/lib.sh: what bench/run.sh, bench/bucket_run.sh and bench/attribute_run.sh
-# share. Sourced (not run) by a script that has `set -euo pipefail`.
+# bench/lib.sh: what bench/run.sh and bench/pattern_run.sh share. Sourced
+# (not run) by a script that has `set -euo pipefail`.
 #
 # Contract:
 #   bench_init BINARY WORK_PREFIX [BUILD_DIR] [bench args...]
@@ -7,9 +7,10 @@
 #       BINARY found in BUILD or BUILD/bench, else die), BENCH_ARGS (the
 #       args after BUILD_DIR) and WORK (a fresh temp dir), and installs the
 #       EXIT trap that stops everything started here and removes WORK.
-#   bench_rule FILE.yaml <<'YAML' ... YAML
-#       (optional) the rule remold must run: a remold started here gets it
-#       as WORK/rules/FILE.yaml with --rules WORK/rules.
+#   bench_rule FILE.yaml
+#       (optional) the rule remold must run, as BENCH --print-rule prints it:
+#       a remold started here gets it as WORK/rules/FILE.yaml with
+#       --rules WORK/rules.
 #   bench_start_endpoints [remold serve args...]
 #       BACKEND = REMOLD_BENCH_BACKEND, else a mongo-java-server started here;
 #       PROXY = REMOLD_BENCH_PROXY, else BUILD/remold serve started here in
@@ -70,7 +71,8 @@ bench_init() {
 
 bench_rule() {
   RULE_FILE=$1
-  RULE_TEXT=$(cat)
+  RULE_TEXT=$("$BENCH" --print-rule) || die "$BENCH --print-rule failed"
+  [[ -n $RULE_TEXT ]] || die "$BENCH --print-rule printed no rule"
 }
 
 # wait_for_line FILE PATTERN PID: prints the first line of FILE matching the
