@@ -24,21 +24,10 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return 1;
   }
   for (const Rule& rule : result.rules->rules()) {
-    out << rule.source << ": ";
-    if (const auto* bucket = std::get_if<BucketRule>(&rule.pattern))
-      out << "bucket rule '" << rule.name << "': " << bucket->logical.full() << " -> "
-          << bucket->buckets.full() << "\n";
-    if (const auto* attribute = std::get_if<AttributeRule>(&rule.pattern))
-      out << "attribute rule '" << rule.name << "': " << attribute->logical.full() << " (array '"
-          << attribute->array_field << "')\n";
-    if (const auto* computed = std::get_if<ComputedRule>(&rule.pattern)) {
-      out << "computed rule '" << rule.name << "': " << computed->logical.full();
-      for (const auto& aggregate : computed->aggregates)
-        out << " -> " << aggregate.target.full() << " (" << aggregate.fields.size() + aggregate.derived.size()
-            << " field(s))";
-      if (!computed->fields.empty()) out << ", " << computed->fields.size() << " computed field(s)";
-      out << "\n";
-    }
+    std::string description =
+        std::visit([](const auto& pattern) { return pattern.Describe(); }, rule.pattern);
+    out << rule.source << ": " << rule.pattern_name() << " rule '" << rule.name
+        << "': " << description << "\n";
   }
   out << "remold check: " << result.rules->rules().size() << " rule(s) OK in " << args[0] << "\n";
   return 0;

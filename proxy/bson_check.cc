@@ -52,7 +52,7 @@ std::optional<WireError> ValidateDocument(std::span<const uint8_t> doc) {
   if (doc.size() < 5 || !bson_init_static(&b, doc.data(), doc.size()))
     return InvalidBson("document length prefix or terminator is invalid");
   if (doc.size() > static_cast<size_t>(kMaxBsonObjectSize) + 16 * 1024)
-    return WireError{error_codes::kBSONObjectTooLarge, "BSONObjectTooLarge",
+    return WireError{error_codes::kBSONObjectTooLarge,
                      "document exceeds the maximum BSON size", false};
   switch (WalkDocument(doc.data(), static_cast<uint32_t>(doc.size()), 0)) {
     case Walk::kOk: return std::nullopt;

@@ -74,7 +74,7 @@ awaitable<void> AnswerRefused(std::unique_ptr<MessageStream> stream,
     if (op_code == static_cast<int32_t>(wire::OpCode::kCompressed) &&
         message.size() >= static_cast<size_t>(wire::kHeaderSize) + 4)
       op_code = wire::LoadInt32(message.data() + wire::kHeaderSize);
-    wire::WireError error{wire::error_codes::kHostUnreachable, "HostUnreachable",
+    wire::WireError error{error_codes::kHostUnreachable,
                           "remold: too many connections (limit " + std::to_string(limit) + ")",
                           true};
     co_await stream->Write(
@@ -116,7 +116,7 @@ awaitable<void> RejectTooLarge(MessageStream& client, int32_t reply_id, uint64_t
   const int32_t limit = client.max_message_size();
   spdlog::warn("session {}: closing: a message of {} bytes exceeds max_message_size ({} bytes)",
                session_id, client.bad_length(), limit);
-  wire::WireError error{wire::error_codes::kBSONObjectTooLarge, "BSONObjectTooLarge",
+  wire::WireError error{error_codes::kBSONObjectTooLarge,
                         "remold: a message of " + std::to_string(client.bad_length()) +
                             " bytes exceeds maxMessageSizeBytes (" + std::to_string(limit) +
                             "); closing the connection",

@@ -11,9 +11,9 @@ std::vector<uint8_t> ErrorDocument(const WireError& error) {
   bson_t doc = BSON_INITIALIZER;
   BSON_APPEND_DOUBLE(&doc, "ok", 0.0);
   bson_append_utf8(&doc, "errmsg", -1, error.message.data(), static_cast<int>(error.message.size()));
-  BSON_APPEND_INT32(&doc, "code", error.code);
-  bson_append_utf8(&doc, "codeName", -1, error.code_name.data(),
-                   static_cast<int>(error.code_name.size()));
+  BSON_APPEND_INT32(&doc, "code", error.code.value);
+  bson_append_utf8(&doc, "codeName", -1, error.code.name.data(),
+                   static_cast<int>(error.code.name.size()));
   const uint8_t* data = bson_get_data(&doc);
   std::vector<uint8_t> bytes(data, data + doc.len);
   bson_destroy(&doc);

@@ -22,7 +22,7 @@ std::optional<WireError> DecodeOpMsg(std::span<const uint8_t> message, Request& 
   out.command = std::string(FirstKey(view.body));
   out.sequences = std::move(view.sequences);
   if (out.command.empty())
-    return WireError{error_codes::kFailedToParse, "FailedToParse",
+    return WireError{error_codes::kFailedToParse,
                      "OP_MSG body is an empty document: no command name", false};
   return std::nullopt;
 }
@@ -48,10 +48,10 @@ std::optional<WireError> DecodeOpQuery(std::span<const uint8_t> message, Request
   }
   out.command = std::string(first);
   if (out.command.empty())
-    return WireError{error_codes::kFailedToParse, "FailedToParse",
+    return WireError{error_codes::kFailedToParse,
                      "OP_QUERY command is an empty document: no command name", false};
   if (!view.is_command())
-    return WireError{error_codes::kUnsupportedOpQueryCommand, "UnsupportedOpQueryCommand",
+    return WireError{error_codes::kUnsupportedOpQueryCommand,
                      "OP_QUERY is supported only for commands on <db>.$cmd; use OP_MSG", false};
   return std::nullopt;
 }

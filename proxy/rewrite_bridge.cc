@@ -2,17 +2,10 @@
 
 #include "proxy/bson_check.h"
 #include "proxy/op_msg.h"
+#include "rewrite/command_namespace.h"
 
 namespace remold {
 namespace {
-
-std::optional<std::string> StringField(const bson_t* doc, const char* key) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_UTF8(&it)) return std::nullopt;
-  uint32_t length = 0;
-  const char* s = bson_iter_utf8(&it, &length);
-  return std::string(s, length);
-}
 
 // mongod gives every inserted document an _id; a rewritten insert never
 // reaches that code, so remold does it here, as the first field.
@@ -54,29 +47,11 @@ std::optional<Command> CommandForRules(const wire::Request& request, const RuleS
   bson_t body;
   if (!bson_init_static(&body, request.command_document.data(), request.command_document.size()))
     return std::nullopt;
-  std::optional<std::string> db = StringField(&body, "$db");
-  if (!db) return std::nullopt;
-  if (request.command == "explain") {
-    // The namespace is the explained command's.
-    bson_iter_t it, inner_it;
-    if (!bson_iter_init_find(&it, &body, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it) ||
-        !bson_iter_recurse(&it, &inner_it) || !bson_iter_next(&inner_it))
-      return std::nullopt;
-    std::string inner_name = bson_iter_key(&inner_it);
-    bson_iter_t target;
-    bson_iter_recurse(&it, &target);
-    const char* key = inner_name == "getMore" ? "collection" : inner_name.c_str();
-    if (!bson_iter_find(&target, key) || !BSON_ITER_HOLDS_UTF8(&target) ||
-        !rules.Find(*db, bson_iter_utf8(&target, nullptr)))
-      return std::nullopt;
-  } else {
-    const char* target_key = request.command == "getMore" ? "collection" : request.command.c_str();
-    std::optional<std::string> collection = StringField(&body, target_key);
-    if (!collection || !rules.Find(*db, *collection)) return std::nullopt;
-  }
+  std::optional<CommandNamespace> ns = ResolveNamespace(request.command, &body);
+  if (!ns || !ns->collection || !rules.Find(ns->db, *ns->collection)) return std::nullopt;
 
   Command command;
-  command.db = *db;
+  command.db = std::move(ns->db);
   command.name = request.command;
   command.body = Doc::FromBson(&body);
   for (const auto& sequence : request.sequences) {

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <set>
 #include <string_view>
 
 #include "proxy/backend_connector.h"
@@ -11,7 +10,9 @@
 #include "proxy/op_compressed.h"
 #include "proxy/op_msg.h"
 #include "proxy/wire_format.h"
+#include "rewrite/command_namespace.h"
 #include "rewrite/engine.h"
+#include "rewrite/plan_runner.h"
 
 namespace remold {
 namespace {
@@ -22,25 +23,16 @@ constexpr size_t kRetainedBufferSize = 1 << 20;
 
 using Clock = std::chrono::steady_clock;
 
-// "db.collection" of a command for the slow-operation log: the collection
-// only for commands whose first value names one (never another string: the
-// first value of createUser is a user name), the database otherwise.
+// "db.collection" of a command for the slow-operation log ("db" for a
+// command on the database).
 std::string NamespaceOf(const wire::Request& request) {
-  static const std::set<std::string_view> kCollectionCommands = {
-      "find",     "insert",  "update",   "delete",        "findAndModify", "findandmodify",
-      "aggregate", "count",  "distinct", "mapReduce",     "create",        "drop",
-      "createIndexes", "dropIndexes", "listIndexes", "collMod", "collStats", "validate"};
   bson_t body;
   if (request.is_legacy() || !bson_init_static(&body, request.command_document.data(),
                                                request.command_document.size()))
     return "?";
-  std::optional<std::string> db = FindString(&body, "$db");
-  std::optional<std::string> collection;
-  if (request.command == "getMore") collection = FindString(&body, "collection");
-  else if (kCollectionCommands.contains(request.command)) collection = FindString(&body, request.command);
-  std::string ns = db.value_or("?");
-  if (collection) ns += "." + *collection;
-  return ns;
+  std::optional<CommandNamespace> ns = ResolveNamespace(request.command, &body);
+  if (!ns) return "?";
+  return ns->collection ? ns->db + "." + *ns->collection : ns->db;
 }
 
 bool HasMoreToCome(const std::vector<uint8_t>& reply) {
@@ -94,7 +86,7 @@ awaitable<void> Session::Run() {
     if (status == ReadStatus::kClosed) break;
     if (status == ReadStatus::kTooLarge) {
       metrics_->CountConnectionError(ConnectionError::kMessageTooLarge);
-      GlobalMetrics().CountError(wire::error_codes::kBSONObjectTooLarge);
+      GlobalMetrics().CountError(error_codes::kBSONObjectTooLarge.value);
       co_await RejectTooLarge(client_, next_reply_id_++, id_);
       break;
     }
@@ -206,7 +198,7 @@ awaitable<bool> Session::ReplyWithError(const wire::Request& request,
   std::vector<uint8_t> reply =
       wire::EncodeErrorReply(error, request.header.request_id, op_code, next_reply_id_++);
   if (request.compressor) reply = wire::CompressMessage(reply, *request.compressor);
-  GlobalMetrics().CountError(error.code);
+  GlobalMetrics().CountError(error.code.value);
   request_failed_ = true;
   co_return co_await WriteToClient(reply);
 }
@@ -254,30 +246,6 @@ awaitable<bool> Session::SendReply(const wire::Request& request, const Doc& repl
   co_return co_await WriteToClient(message);
 }
 
-awaitable<Session::Outcome> Session::RunCommands(const wire::Request& request, const Plan& plan,
-                                                const std::vector<BackendCommand>& commands,
-                                                std::vector<Doc>& replies) {
-  for (const BackendCommand& command : commands) {
-    if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("session {}: rule {}: sends {}", id_, plan.rule, FoldedCommand(command).ToRelaxedJson());
-    std::optional<Doc> reply = co_await RoundTrip(command);
-    if (!reply) {
-      spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,
-                   request.command);
-      co_return Outcome::kLost;
-    }
-    auto ok = Find(reply->get(), "ok");
-    if ((!ok || bson_iter_as_double(&*ok) != 1.0) && !command.may_fail) {
-      // The backend refused: the client gets its error as it is.
-      co_return co_await SendReply(request, *reply) ? Outcome::kAnswered : Outcome::kLost;
-    }
-    const bool write_errors = Find(reply->get(), "writeErrors").has_value();
-    replies.push_back(std::move(*reply));
-    if (plan.stop_on_write_errors && write_errors) co_return Outcome::kStopped;
-  }
-  co_return Outcome::kContinue;
-}
-
 awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
   rule_metrics_ = &GlobalMetrics().ForRule(plan.rule);
   rule_metrics_->rewrites.Add();
@@ -294,52 +262,69 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
     co_return co_await SendReply(request, *plan.immediate_reply);
   }
   if (!co_await EnsureBackend()) co_return false;
-  auto is_ok = [](const Doc& reply) {
-    auto ok = Find(reply.get(), "ok");
-    return ok && bson_iter_as_double(&*ok) == 1.0;
-  };
+  std::optional<Doc> failed;
+  if (!co_await EnsurePrerequisites(plan, failed)) co_return false;
+  if (failed) co_return co_await SendReply(request, *failed);
+  const std::string rule = plan.rule;
+  std::optional<ShapedReply> shaped = co_await RunCommands(request, std::move(plan));
+  if (!shaped) co_return false;
+  if (!shaped->warnings.empty()) {
+    // The details quote backend errors and values of documents: only at debug.
+    request_failed_ = true;
+    spdlog::warn("session {}: rule {}: {} follow-up(s) failed after the client's {}; run `remold "
+                 "reconcile` to repair them (details at log level debug)",
+                 id_, rule, shaped->warnings.size(), request.command);
+    for (const std::string& warning : shaped->warnings)
+      spdlog::debug("session {}: rule {}: {}", id_, rule, warning);
+  }
+  if (!co_await SendReply(request, shaped->reply)) co_return false;
+  if (!shaped->cursors_to_kill.empty()) {
+    if (!co_await RoundTrip(KillCursorsCommand(*shaped))) co_return false;
+  }
+  co_return true;
+}
+
+awaitable<bool> Session::EnsurePrerequisites(const Plan& plan, std::optional<Doc>& failed) {
   for (const BackendCommand& ensure : plan.ensure) {
     auto bytes = ensure.body.bytes();
     std::string key(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     if (shared_.ensured.Contains(key)) continue;
     std::optional<Doc> reply = co_await RoundTrip(ensure);
     if (!reply) co_return false;
-    if (!is_ok(*reply)) {
+    auto ok = Find(reply->get(), "ok");
+    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
       // errmsg may quote a document (a duplicate key): only at debug.
       spdlog::warn("session {}: rule {}: prerequisite failed: code {} {}", id_, plan.rule,
                    FindInteger(reply->get(), "code").value_or(0),
                    FindString(reply->get(), "codeName").value_or("(no codeName)"));
       spdlog::debug("session {}: rule {}: prerequisite failed: {}", id_, plan.rule,
                     FindString(reply->get(), "errmsg").value_or("unknown error"));
-      co_return co_await SendReply(request, *reply);
+      failed = std::move(reply);
+      co_return true;
     }
     shared_.ensured.Add(key);
   }
-  std::vector<Doc> replies;
-  Outcome outcome = co_await RunCommands(request, plan, plan.commands, replies);
-  for (Continuation then = plan.then; outcome == Outcome::kContinue && then;) {
-    Step step = then(replies);
-    outcome = co_await RunCommands(request, plan, step.commands, replies);
-    then = std::move(step.then);
-  }
-  if (outcome == Outcome::kLost) co_return false;
-  if (outcome == Outcome::kAnswered) co_return true;
-  if (request.command == "drop") shared_.ensured.Clear();
-  ShapedReply shaped = plan.shape(replies);
-  if (!shaped.warnings.empty()) {
-    // The details quote backend errors and values of documents: only at debug.
-    request_failed_ = true;
-    spdlog::warn("session {}: rule {}: {} follow-up(s) failed after the client's {}; run `remold "
-                 "reconcile` to repair them (details at log level debug)",
-                 id_, plan.rule, shaped.warnings.size(), request.command);
-    for (const std::string& warning : shaped.warnings)
-      spdlog::debug("session {}: rule {}: {}", id_, plan.rule, warning);
-  }
-  if (!co_await SendReply(request, shaped.reply)) co_return false;
-  if (!shaped.cursors_to_kill.empty()) {
-    if (!co_await RoundTrip(KillCursorsCommand(shaped))) co_return false;
-  }
   co_return true;
+}
+
+awaitable<std::optional<ShapedReply>> Session::RunCommands(const wire::Request& request,
+                                                           Plan plan) {
+  const std::string rule = plan.rule;
+  PlanRunner runner(std::move(plan));
+  while (const BackendCommand* command = runner.Next()) {
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("session {}: rule {}: sends {}", id_, rule, FoldedCommand(*command).ToRelaxedJson());
+    std::optional<Doc> reply = co_await RoundTrip(*command);
+    if (!reply) {
+      spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,
+                   request.command);
+      co_return std::nullopt;
+    }
+    runner.Accept(std::move(*reply));
+  }
+  // A drop may take an index with it: ensure indexes again from now on.
+  if (request.command == "drop" && !runner.refused()) shared_.ensured.Clear();
+  co_return runner.Finish();
 }
 
 void Session::ReleaseLargeBuffers() {

@@ -64,12 +64,13 @@ class Session : public std::enable_shared_from_this<Session> {
   // Runs the plan and counts it in the rule's metrics.
   awaitable<bool> ExecutePlan(const wire::Request& request, Plan& plan);
   awaitable<bool> RunPlan(const wire::Request& request, Plan& plan);
-  // kStopped: an ordered write stopped at a write error (replies shaped as
-  // usual); kAnswered: the backend refused and the client has its error.
-  enum class Outcome { kContinue, kStopped, kAnswered, kLost };
-  awaitable<Outcome> RunCommands(const wire::Request& request, const Plan& plan,
-                                 const std::vector<BackendCommand>& commands,
-                                 std::vector<Doc>& replies);
+  // Runs the plan's prerequisites not yet run in this process; `failed`
+  // gets the reply of the first that failed (the client's reply). False
+  // when the backend connection was lost.
+  awaitable<bool> EnsurePrerequisites(const Plan& plan, std::optional<Doc>& failed);
+  // Sends the plan's commands as rewrite/plan_runner.h decides and shapes
+  // the client's reply; nullopt when the backend connection was lost.
+  awaitable<std::optional<ShapedReply>> RunCommands(const wire::Request& request, Plan plan);
   // Sends one command to the backend and reads its reply document.
   awaitable<std::optional<Doc>> RoundTrip(const BackendCommand& command);
   awaitable<bool> SendReply(const wire::Request& request, const Doc& reply);

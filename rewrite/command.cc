@@ -34,11 +34,6 @@ std::optional<Command> CommandFromDocument(Doc body, std::string_view default_db
   return command;
 }
 
-std::optional<std::string> TargetCollection(const Command& command) {
-  if (command.name == "getMore") return FindString(command.body.get(), "collection");
-  return FindString(command.body.get(), command.name);
-}
-
 bool InTransaction(const Command& command) {
   return Find(command.body.get(), "autocommit").has_value();
 }
@@ -65,6 +60,15 @@ void CopyGenericArguments(const Command& client, ArgumentTarget target, bson_t* 
     }
     if (copy) AppendValue(out, key, iter);
   }
+}
+
+void SealCommand(const Command& client, ArgumentTarget target, std::string_view db, bson_t* out) {
+  CopyGenericArguments(client, target, out);
+  AppendString(out, "$db", db);
+}
+
+Doc ErrorReply(ErrorCode code, std::string_view message) {
+  return ErrorReply(code.value, code.name, message);
 }
 
 Doc ErrorReply(int code, std::string_view code_name, std::string_view message) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/doc.h"
+#include "common/error_code.h"
 
 namespace remold {
 
@@ -22,10 +23,6 @@ struct Command {
 // database, or `default_db` (then added to the body). nullopt when the
 // document is empty or names no database.
 std::optional<Command> CommandFromDocument(Doc body, std::string_view default_db = {});
-
-// The collection a command addresses ("find": "c" -> "c"; getMore's
-// "collection"), if it addresses one.
-std::optional<std::string> TargetCollection(const Command& command);
 
 // What kind of backend command receives the generic arguments.
 enum class ArgumentTarget {
@@ -45,10 +42,23 @@ enum class ArgumentTarget {
 // changes the client's semantics for the command that carries the write.
 void CopyGenericArguments(const Command& client, ArgumentTarget target, bson_t* out);
 
+// The client's generic arguments (as CopyGenericArguments), then "$db": the
+// last fields of every backend command remold builds for a client command.
+void SealCommand(const Command& client, ArgumentTarget target, std::string_view db, bson_t* out);
+
 // True when the client runs this command inside a multi-document transaction.
 bool InTransaction(const Command& command);
 
+// Why remold refuses a command or one of its statements, in MongoDB's terms.
+struct Refusal {
+  ErrorCode code;
+  std::string message;
+};
+
 // {ok: 0, errmsg, code, codeName}
+Doc ErrorReply(ErrorCode code, std::string_view message);
+inline Doc ErrorReply(const Refusal& refusal) { return ErrorReply(refusal.code, refusal.message); }
+// The same for a code that came from the backend (its name may be absent).
 Doc ErrorReply(int code, std::string_view code_name, std::string_view message);
 
 }  // namespace remold

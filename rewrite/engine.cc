@@ -1,8 +1,7 @@
 #include "rewrite/engine.h"
 
-#include "rewrite/attribute.h"
-#include "rewrite/bucket.h"
-#include "rewrite/computed.h"
+#include "patterns/rewrites.h"
+#include "rewrite/command_namespace.h"
 
 namespace remold {
 namespace {
@@ -52,8 +51,7 @@ std::optional<Plan> RewriteExplain(const Command& command, const RuleSet& rules,
       inner.name == "insert" || inner.name == "delete") {
     Plan refused;
     refused.rule = plan->rule;
-    refused.immediate_reply = ErrorReply(
-        115, "CommandNotSupported",
+    refused.immediate_reply = ErrorReply(error_codes::kCommandNotSupported,
         "explain of '" + inner.name + "' is not supported on a namespace with a rule; try "
         "`remold explain` to see the backend commands");
     return refused;
@@ -67,35 +65,22 @@ std::optional<Plan> RewriteExplain(const Command& command, const RuleSet& rules,
   AppendDoc(explain.body.mut(), "explain", inner_backend);
   if (auto verbosity = Find(command.body.get(), "verbosity"))
     AppendValue(explain.body.mut(), "verbosity", *verbosity);
-  CopyGenericArguments(command, ArgumentTarget::kRead, explain.body.mut());
-  AppendString(explain.body.mut(), "$db", command.db);
+  SealCommand(command, ArgumentTarget::kRead, command.db, explain.body.mut());
   wrapped.commands.push_back(std::move(explain));
-  wrapped.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}}; };
+  wrapped.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
   return wrapped;
 }
 
 std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
                                    const Capabilities& caps) {
   if (command.name == "explain") return RewriteExplain(command, rules, caps);
-  std::optional<std::string> collection = TargetCollection(command);
-  if (!collection) return std::nullopt;
-  const Rule* rule = rules.Find(command.db, *collection);
+  std::optional<CommandNamespace> ns = ResolveNamespace(command.name, command.body.get());
+  if (!ns || !ns->collection) return std::nullopt;
+  const Rule* rule = rules.Find(command.db, *ns->collection);
   if (!rule) return std::nullopt;
-  struct Dispatch {
-    const Command& command;
-    const Rule& rule;
-    const Capabilities& caps;
-    std::optional<Plan> operator()(const BucketRule& bucket) const {
-      return RewriteBucket(command, rule, bucket, caps);
-    }
-    std::optional<Plan> operator()(const AttributeRule& attribute) const {
-      return RewriteAttribute(command, rule, attribute, caps);
-    }
-    std::optional<Plan> operator()(const ComputedRule& computed) const {
-      return RewriteComputed(command, computed, caps);
-    }
-  };
-  std::optional<Plan> plan = std::visit(Dispatch{command, *rule, caps}, rule->pattern);
+  std::optional<Plan> plan = std::visit(
+      [&](const auto& pattern) { return RewritePattern(command, *rule, pattern, caps); },
+      rule->pattern);
   if (plan) plan->rule = rule->name;
   return plan;
 }

@@ -2,6 +2,12 @@
 
 namespace remold {
 
+Plan ImmediateReply(Doc reply) {
+  Plan plan;
+  plan.immediate_reply = std::move(reply);
+  return plan;
+}
+
 Doc FoldedCommand(const BackendCommand& command) {
   if (command.sequence_id.empty()) return command.body;
   Doc shown;

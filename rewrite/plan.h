@@ -79,6 +79,9 @@ struct Plan {
   std::function<ShapedReply(std::span<const Doc> replies)> shape;
 };
 
+// A plan that answers at once with `reply` (a refusal, or nothing to do).
+Plan ImmediateReply(Doc reply);
+
 // The command as a person (or a golden file) reads it: its document
 // sequence folded in as an array under the sequence id, before "$db".
 Doc FoldedCommand(const BackendCommand& command);

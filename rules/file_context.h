@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/rule.h"
+#include "rules/namespace.h"
 
 namespace remold {
 

@@ -1,14 +1,6 @@
 #include "rules/rule_set.h"
 
-#include <algorithm>
-
 namespace remold {
-
-bool AttributeRule::IsAttribute(std::string_view field) const {
-  if (!fields.empty()) return std::find(fields.begin(), fields.end(), field) != fields.end();
-  if (field == "_id" || field == array_field || field.empty() || field[0] == '$') return false;
-  return std::find(except.begin(), except.end(), field) == except.end();
-}
 
 RuleSet::RuleSet(std::vector<Rule> rules) : rules_(std::move(rules)) {
   for (size_t i = 0; i < rules_.size(); ++i) by_namespace_[rules_[i].logical().full()] = i;

@@ -4,8 +4,8 @@
 // A case runs the pure engine the way the proxy does (proxy/session.cc):
 // Rewrite(command, rules, capabilities) -> Plan; the plan's ensure commands
 // and commands are compared with commands.json; the recorded backend replies
-// (replies.json) are fed to plan.shape, stopping where the proxy would stop,
-// and the client's reply is compared with reply.json.
+// (replies.json) are fed through the proxy's own PlanRunner
+// (rewrite/plan_runner.h), and the client's reply is compared with reply.json.
 //
 // REMOLD_GOLDEN_UPDATE=1 rewrites the expected files from the actual output.
 // Review every rewritten file by hand before keeping it.
@@ -29,6 +29,7 @@
 #include "rewrite/command.h"
 #include "rewrite/engine.h"
 #include "rewrite/plan.h"
+#include "rewrite/plan_runner.h"
 #include "rules/loader.h"
 
 #ifndef REMOLD_GOLDEN_DIR
@@ -200,11 +201,6 @@ Doc AsArrayDoc(const std::vector<Doc>& docs) {
 Doc Display(const BackendCommand& command) { return FoldedCommand(command); }
 
 Doc KillCommand(const ShapedReply& shaped) { return KillCursorsCommand(shaped).body; }
-
-bool IsOk(const Doc& reply) {
-  auto ok = Find(reply.get(), "ok");
-  return ok && bson_iter_as_double(&*ok) == 1.0;
-}
 
 // ---------------------------------------------------------------------------
 // Cases
@@ -386,19 +382,20 @@ TEST_P(GoldenTest, Case) {
   }
 
   // Backend commands: ensure first, then commands, then the steps plan.then
-  // returns for the replies before them (as the proxy runs them).
-  std::vector<BackendCommand> commands = plan->commands;
+  // returns for the replies before them, run by the proxy's own PlanRunner.
+  const std::vector<BackendCommand> ensure = plan->ensure;
+  const bool continues = static_cast<bool>(plan->then);
+  EXPECT_TRUE(static_cast<bool>(plan->shape)) << "a plan with backend commands but no shape";
+  PlanRunner runner(std::move(*plan));
   auto expect_commands = [&] {
     std::vector<Doc> shown;
-    for (const auto& c : plan->ensure) shown.push_back(Display(c));
-    for (const auto& c : commands) shown.push_back(Display(c));
+    for (const auto& c : ensure) shown.push_back(Display(c));
+    for (const auto& c : runner.commands()) shown.push_back(Display(c));
     ExpectDocFile(dir / "commands.json", AsArrayDoc(shown), PrettyArray(shown));
   };
-  EXPECT_TRUE(static_cast<bool>(plan->shape)) << "a plan with backend commands but no shape";
 
   if (!fs::exists(dir / "replies.json")) {
-    EXPECT_FALSE(static_cast<bool>(plan->then))
-        << "this plan continues after its first replies: give replies.json";
+    EXPECT_FALSE(continues) << "this plan continues after its first replies: give replies.json";
     expect_commands();
     ExpectNoFile(dir / "reply.json", "there is no replies.json to shape a reply from");
     ExpectNoFile(dir / "kill.json", "there is no replies.json to shape a reply from");
@@ -408,42 +405,22 @@ TEST_P(GoldenTest, Case) {
   ASSERT_TRUE(replies_doc) << error;
   std::vector<Doc> replies = ArrayItems(*replies_doc);
 
-  // Run as the proxy runs a plan: an ok:0 reply goes to the client as it
-  // is; an ordered write stops after a reply with writeErrors.
-  std::vector<Doc> ran;
-  std::optional<Doc> client_reply;
-  bool stopped = false;
-  Continuation then = plan->then;
-  auto continue_plan = [&] {
-    while (!stopped && then && ran.size() == commands.size()) {
-      Step step = then(ran);
-      for (auto& c : step.commands) commands.push_back(std::move(c));
-      then = std::move(step.then);
-    }
-  };
   for (size_t i = 0; i < replies.size(); ++i) {
-    continue_plan();
-    ASSERT_LT(i, commands.size())
-        << "replies.json has more replies than the plan has commands";
-    ASSERT_FALSE(stopped) << "replies.json has a reply for command " << i + 1
-                          << ", which the proxy would not run (execution stopped before it)";
-    if (!IsOk(replies[i]) && !commands[i].may_fail) {
-      client_reply = replies[i];
-      stopped = true;
-      continue;
-    }
-    ran.push_back(replies[i]);
-    if (plan->stop_on_write_errors && Find(replies[i].get(), "writeErrors")) stopped = true;
+    const BackendCommand* next = runner.Next();
+    ASSERT_TRUE(next != nullptr)
+        << (i < runner.commands().size()
+                ? "replies.json has a reply for command " + std::to_string(i + 1) +
+                      ", which the proxy would not run (execution stopped before it)"
+                : std::string("replies.json has more replies than the plan has commands"));
+    runner.Accept(replies[i]);
   }
-  continue_plan();
+  const bool more = runner.Next() != nullptr;
   expect_commands();
-  ASSERT_TRUE(stopped || replies.size() == commands.size())
-      << "replies.json has " << replies.size() << " replies for " << commands.size()
-      << " commands, and nothing stops execution early";
+  ASSERT_FALSE(more) << "replies.json has " << replies.size() << " replies for "
+                     << runner.commands().size()
+                     << " commands, and nothing stops execution early";
 
-  ShapedReply shaped;
-  if (client_reply) shaped.reply = *client_reply;
-  else shaped = plan->shape(ran);
+  ShapedReply shaped = runner.Finish();
   ExpectDocFile(dir / "reply.json", shaped.reply, PrettyDoc(shaped.reply));
   if (shaped.cursors_to_kill.empty()) {
     ExpectNoFile(dir / "kill.json", "the shaped reply leaves no cursor to kill");

@@ -74,18 +74,6 @@ std::string Joined(const std::vector<std::string>& lines) {
 // ---------------------------------------------------------------------------
 // The outcome of a load, as the expected files hold it.
 
-std::string PatternName(const Rule& rule) {
-  return std::visit(
-      [](const auto& pattern) -> std::string {
-        using T = std::decay_t<decltype(pattern)>;
-        if constexpr (std::is_same_v<T, BucketRule>) return "bucket";
-        else if constexpr (std::is_same_v<T, AttributeRule>) return "attribute";
-        else if constexpr (std::is_same_v<T, ComputedRule>) return "computed";
-        else return "(a pattern loader_cases_test.cc cannot name yet)";
-      },
-      rule.pattern);
-}
-
 // `text` with every "<case folder>/" removed.
 std::string Relative(std::string text, const fs::path& dir) {
   const std::string prefix = dir.string() + "/";
@@ -116,7 +104,7 @@ Outcome Describe(const RuleLoadResult& result, const fs::path& dir) {
     EXPECT_EQ(result.rules->Find(ns.db, ns.collection), &rule)
         << "the RuleSet does not find the rule of " << ns.full() << " by its namespace";
     outcome.lines.push_back(Relative(rule.source, dir) + " " + rule.name + " " + ns.full() + " " +
-                            PatternName(rule));
+                            std::string(rule.pattern_name()));
   }
   return outcome;
 }

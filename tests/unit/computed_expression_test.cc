@@ -1,6 +1,6 @@
 // Unit tests of computed-field expressions (rewrite/computed_expression.h).
 // Expressions are made the real way: a rule file's text through the loader.
-#include "rewrite/computed_expression.h"
+#include "patterns/computed/expression.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@ using remold::testing::DocView;
 using remold::testing::ToBytes;
 
 WireError SampleError() {
-  return WireError{error_codes::kInvalidBSON, "InvalidBSON", "invalid BSON: \"quoted\" and\nnewline",
+  return WireError{error_codes::kInvalidBSON, "invalid BSON: \"quoted\" and\nnewline",
                    false};
 }
 
@@ -30,12 +30,12 @@ TEST(ErrorDocument, HasMongoDbErrorShapeInOrder) {
 }
 
 TEST(ErrorDocument, HelpersUseMongoDbCodes) {
-  EXPECT_EQ(ProtocolError("x").code, 17);
-  EXPECT_EQ(ProtocolError("x").code_name, "ProtocolError");
+  EXPECT_EQ(ProtocolError("x").code.value, 17);
+  EXPECT_EQ(ProtocolError("x").code.name, "ProtocolError");
   EXPECT_FALSE(ProtocolError("x").close_connection);
   EXPECT_TRUE(FatalProtocolError("x").close_connection);
-  EXPECT_EQ(InvalidBson("x").code, 22);
-  EXPECT_EQ(InvalidBson("x").code_name, "InvalidBSON");
+  EXPECT_EQ(InvalidBson("x").code.value, 22);
+  EXPECT_EQ(InvalidBson("x").code.name, "InvalidBSON");
 }
 
 TEST(EncodeErrorReply, OpMsgRequestGetsOpMsgReply) {

@@ -97,7 +97,7 @@ TEST(DecodeRequest, EmptyBodyIsFailedToParse) {
   Decoded d = DecodeBytes(EncodeOpMsg(1, 0, 0, remold::testing::EmptyDoc()));
   ASSERT_TRUE(d.error.has_value());
   EXPECT_EQ(d.error->code, error_codes::kFailedToParse);
-  EXPECT_EQ(d.error->code_name, "FailedToParse");
+  EXPECT_EQ(d.error->code.name, "FailedToParse");
   EXPECT_FALSE(d.error->close_connection);
 }
 
@@ -194,7 +194,7 @@ TEST(DecodeRequest, OpQueryOnACollectionIsUnsupported) {
   Decoded d = DecodeBytes(OpQueryMessage(1, "test.coll", Doc(BCON_NEW("x", BCON_INT32(1)))));
   ASSERT_TRUE(d.error.has_value());
   EXPECT_EQ(d.error->code, error_codes::kUnsupportedOpQueryCommand);
-  EXPECT_EQ(d.error->code_name, "UnsupportedOpQueryCommand");
+  EXPECT_EQ(d.error->code.name, "UnsupportedOpQueryCommand");
   EXPECT_FALSE(d.error->close_connection);
 }
 
@@ -298,7 +298,7 @@ TEST(DecodeRequest, InvalidBsonIsInvalidBson) {
   Decoded d = DecodeBytes(OpMsgBuilder().Body(body).Build());
   ASSERT_TRUE(d.error.has_value());
   EXPECT_EQ(d.error->code, error_codes::kInvalidBSON);
-  EXPECT_EQ(d.error->code_name, "InvalidBSON");
+  EXPECT_EQ(d.error->code.name, "InvalidBSON");
 }
 
 }  // namespace

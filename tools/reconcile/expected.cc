@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <variant>
 
-#include "rewrite/computed_expression.h"
+#include "patterns/computed/expression.h"
 
 namespace remold {
 namespace {

@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "common/doc.h"
-#include "rewrite/computed_expression.h"
+#include "patterns/computed/expression.h"
 
 namespace remold {
 

@@ -677,7 +677,7 @@ def test_find_only_projection_operator_on_attribute_is_refused(catalogue):
     with pytest.raises(OperationFailure) as info:
         list(catalogue.ruled.find({"tags": {"$exists": True}}, {"name": 1, "tags": {"$slice": 2}})
              .sort("_id", 1).limit(5))
-    assert info.value.code == 20 and "$slice" in str(info.value)
+    assert info.value.code == 72 and "$slice" in str(info.value)
 
 
 @pytest.mark.parametrize("shape,projection", [p[1:] for p in PROJECTIONS],
@@ -934,7 +934,7 @@ def test_upsert_with_fixed_ops_and_attribute_equality_in_filter(twins, upsert):
     try:
         upsert(twins.ruled, flt, update)
     except OperationFailure as err:
-        assert err.code == 20 and "upsert" in str(err), err
+        assert err.code == 72 and "upsert" in str(err), err
         assert twins.stored.count_documents({"name": "Upserted"}) == 0
         return
     ruled_doc = twins.ruled.find_one({"name": "Upserted"}, {"_id": 0})
@@ -1006,15 +1006,15 @@ def test_refusals_are_clear_errors(twins):
     before = [canon(d) for d in twins.stored.find().sort("_id", 1)]
     doc = pick(twins, {"ram_gb": {"$exists": True}})
     assert_refused(lambda: twins.ruled.update_one({"_id": doc["_id"]}, {"$set": {"ram_gb": 1}},
-                                                  upsert=True), 20, "upsert")
+                                                  upsert=True), 72, "upsert")
     assert_refused(lambda: twins.ruled.update_one({"_id": "nope"}, {"$inc": {"views": 1}},
-                                                  upsert=True), 20, "upsert")
+                                                  upsert=True), 72, "upsert")
     assert_refused(lambda: twins.ruled.update_many({"category": "lamp"}, {"$max": {"hz": 1}},
-                                                   upsert=True), 20, "upsert")
+                                                   upsert=True), 72, "upsert")
     assert_refused(lambda: twins.ruled.update_one({"_id": doc["_id"]}, {"$push": {"tags": "x"}}),
-                   20, "$push", "tags")
+                   72, "$push", "tags")
     assert_refused(lambda: twins.ruled.update_many({}, {"$push": {"tags": {"$each": ["x"]}}}),
-                   20, "$push")
+                   72, "$push")
     assert_refused(lambda: list(twins.ruled.find({"$where": "this.ram_gb > 8"})), 2, "$where")
     assert_refused(lambda: list(twins.ruled.find({"$or": [{"category": "lamp"},
                                                           {"$where": "true"}]})), 2, "$where")
@@ -1026,13 +1026,13 @@ def test_refusals_are_clear_errors(twins):
 def same_or_refused(twins, what: str, ruled_call, flat_call, compare=None) -> str:
     """Runs an operation MongoDB supports on the ruled collection first: it
     either does what MongoDB does on the flat twin, or is refused clearly
-    (code 2 or 20, the message naming the attribute rule) and changes nothing.
+    (code 2 or 72, the message naming the attribute rule) and changes nothing.
     Returns "same" or "refused"."""
     before = [canon(d) for d in twins.stored.find().sort("_id", 1)]
     try:
         got = ruled_call(twins.ruled)
     except OperationFailure as err:
-        assert err.code in (2, 20), f"{what}: refused with code {err.code}, expected 2 or 20: {err}"
+        assert err.code in (2, 72), f"{what}: refused with code {err.code}, expected 2 or 72: {err}"
         assert "attribute rule" in str(err), f"{what}: unclear refusal: {err}"
         after = [canon(d) for d in twins.stored.find().sort("_id", 1)]
         assert after == before, f"{what}: refused, but data changed"

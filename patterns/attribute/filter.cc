@@ -1,0 +1,322 @@
+#include "patterns/attribute/filter.h"
+
+#include <algorithm>
+#include <set>
+
+namespace remold {
+namespace {
+
+using Clauses = std::vector<Doc>;
+
+std::string FirstComponent(std::string_view path) {
+  return std::string(path.substr(0, path.find('.')));
+}
+
+// Merges single-key clauses into one document, or $and when keys repeat.
+Doc Join(Clauses clauses) {
+  std::set<std::string> keys;
+  bool distinct = true;
+  for (const Doc& clause : clauses) {
+    bson_iter_t it;
+    bson_iter_init(&it, clause.get());
+    while (bson_iter_next(&it)) distinct = keys.insert(bson_iter_key(&it)).second && distinct;
+  }
+  Doc out;
+  if (distinct) {
+    for (const Doc& clause : clauses) bson_concat(out.mut(), clause.get());
+  } else {
+    AppendArray(out.mut(), "$and", clauses);
+  }
+  return out;
+}
+
+bool IsNull(const bson_iter_t& it) { return BSON_ITER_HOLDS_NULL(&it); }
+
+bool ArrayHasNull(const bson_iter_t& array) {
+  bson_iter_t child, copy = array;
+  if (!bson_iter_recurse(&copy, &child)) return false;
+  while (bson_iter_next(&child))
+    if (IsNull(child)) return true;
+  return false;
+}
+
+bool ArrayAllNull(const bson_iter_t& array) {
+  bson_iter_t child, copy = array;
+  if (!bson_iter_recurse(&copy, &child)) return false;
+  bool any = false;
+  while (bson_iter_next(&child)) {
+    if (!IsNull(child)) return false;
+    any = true;
+  }
+  return any;
+}
+
+bool IsOperatorDocument(const bson_iter_t& value) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return false;
+  bson_iter_t child, copy = value;
+  if (!bson_iter_recurse(&copy, &child) || !bson_iter_next(&child)) return false;
+  return bson_iter_key(&child)[0] == '$';
+}
+
+class Rewriter {
+ public:
+  explicit Rewriter(const AttributeRule& rule) : rule_(rule) {}
+
+  std::optional<std::string> error;
+
+  Clauses Rewrite(const bson_t* filter) {
+    Clauses clauses;
+    const std::string key_path = rule_.array_field + "." + rule_.key_name;
+    const std::string value_path = rule_.array_field + "." + rule_.value_name;
+    auto anti_key = Find(filter, key_path);
+    auto anti_value = Find(filter, value_path);
+    const bool anti_pattern = rule_.fix_elem_match && anti_key && anti_value;
+    if (anti_pattern) {
+      // What {"a.k": X, "a.v": P} meant: one pair with k X and v P.
+      Doc match;
+      AppendValue(match.mut(), rule_.key_name, *anti_key);
+      AppendValue(match.mut(), rule_.value_name, *anti_value);
+      clauses.push_back(ElemMatch(match));
+    }
+    bson_iter_t it;
+    bson_iter_init(&it, filter);
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (anti_pattern && (key == key_path || key == value_path)) continue;
+      if (key == "$and" || key == "$or" || key == "$nor") {
+        std::vector<Doc> branches;
+        for (const Doc& branch : ArrayDocuments(it)) branches.push_back(Join(Rewrite(branch.get())));
+        Doc clause;
+        AppendArray(clause.mut(), key, branches);
+        clauses.push_back(std::move(clause));
+      } else if (key == "$where" || key == "$expr" || key == "$jsonSchema") {
+        Fail("'" + std::string(key) + "' cannot be rewritten for the attribute pattern: its "
+             "expressions may read attributes that are stored in '" + rule_.array_field + "'");
+      } else if (key[0] != '$' && rule_.IsAttribute(FirstComponent(key))) {
+        std::string name = FirstComponent(key);
+        std::string sub = key.size() > name.size() ? std::string(key.substr(name.size() + 1)) : "";
+        for (auto& c : AttributeClauses(name, sub, it)) clauses.push_back(std::move(c));
+      } else {
+        Doc clause;
+        AppendValue(clause.mut(), key, it);
+        clauses.push_back(std::move(clause));
+      }
+    }
+    return clauses;
+  }
+
+ private:
+  void Fail(std::string message) {
+    if (!error) error = std::move(message);
+  }
+
+  Doc ElemMatch(const Doc& match) const {
+    Doc elem, clause;
+    AppendDoc(elem.mut(), "$elemMatch", match);
+    AppendDoc(clause.mut(), rule_.array_field, elem);
+    return clause;
+  }
+
+  // {array: {$elemMatch: {k: name, <path>: <condition>}}}
+  Doc Pair(const std::string& name, const std::string& path, const bson_iter_t* condition,
+           const Doc* condition_doc = nullptr) const {
+    Doc match;
+    AppendString(match.mut(), rule_.key_name, name);
+    if (condition) AppendValue(match.mut(), path, *condition);
+    if (condition_doc) AppendDoc(match.mut(), path, *condition_doc);
+    return ElemMatch(match);
+  }
+
+  Doc Nor(Doc clause) const {
+    Doc out;
+    AppendArray(out.mut(), "$nor", {clause});
+    return out;
+  }
+
+  Doc Or(Doc a, Doc b) const {
+    Doc out;
+    AppendArray(out.mut(), "$or", {a, b});
+    return out;
+  }
+
+  // No pair for `name` has a value at `path`: the field is missing.
+  Doc Missing(const std::string& name, const std::string& path) const {
+    Doc exists;
+    BSON_APPEND_BOOL(exists.mut(), "$exists", true);
+    return Nor(Pair(name, path, nullptr, &exists));
+  }
+
+  // {field: null}: missing, or null.
+  Doc NullClause(const std::string& name, const std::string& path) const {
+    Doc null_value;
+    BSON_APPEND_NULL(null_value.mut(), "$eq");
+    return Or(Missing(name, path), Pair(name, path, nullptr, &null_value));
+  }
+
+  Clauses AttributeClauses(const std::string& name, const std::string& sub,
+                           const bson_iter_t& value) {
+    const std::string path = sub.empty() ? rule_.value_name : rule_.value_name + "." + sub;
+    Clauses clauses;
+    if (!IsOperatorDocument(value)) {
+      if (IsNull(value)) clauses.push_back(NullClause(name, path));
+      else clauses.push_back(Pair(name, path, &value));
+      return clauses;
+    }
+    Doc positive;  // operators that need the attribute present
+    bson_iter_t op, copy = value;
+    bson_iter_recurse(&copy, &op);
+    while (bson_iter_next(&op)) {
+      std::string_view name_op = bson_iter_key(&op);
+      if ((name_op == "$eq" || name_op == "$gte" || name_op == "$lte") && IsNull(op)) {
+        // Null is alone in its type bracket: a null bound means equality
+        // with null, which a missing field satisfies.
+        clauses.push_back(NullClause(name, path));
+      } else if (name_op == "$all" && BSON_ITER_HOLDS_ARRAY(&op) && ArrayAllNull(op)) {
+        clauses.push_back(NullClause(name, path));
+      } else if (name_op == "$in" && BSON_ITER_HOLDS_ARRAY(&op) && ArrayHasNull(op)) {
+        Doc in;
+        AppendValue(in.mut(), "$in", op);
+        clauses.push_back(Or(Missing(name, path), Pair(name, path, nullptr, &in)));
+      } else if (name_op == "$ne" || name_op == "$nin" || name_op == "$not") {
+        // The negation of the positive form, missing attribute included.
+        Doc positive_form;
+        if (name_op == "$not") {
+          AppendValue(positive_form.mut(), "v", op);
+        } else {
+          Doc inner;
+          AppendValue(inner.mut(), name_op == "$ne" ? "$eq" : "$in", op);
+          AppendDoc(positive_form.mut(), "v", inner);
+        }
+        bson_iter_t inner_it;
+        bson_iter_init_find(&inner_it, positive_form.get(), "v");
+        clauses.push_back(Nor(Join(AttributeClauses(name, sub, inner_it))));
+      } else if (name_op == "$exists") {
+        Doc exists;
+        BSON_APPEND_BOOL(exists.mut(), "$exists", true);
+        if (bson_iter_as_bool(&op)) clauses.push_back(Pair(name, path, nullptr, &exists));
+        else clauses.push_back(Missing(name, path));
+      } else {
+        AppendValue(positive.mut(), name_op, op);
+      }
+    }
+    if (!positive.empty()) clauses.push_back(Pair(name, path, nullptr, &positive));
+    return clauses;
+  }
+
+  const AttributeRule& rule_;
+};
+
+}  // namespace
+
+FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter) {
+  Rewriter rewriter(rule);
+  FilterRewrite out;
+  out.filter = Join(rewriter.Rewrite(filter));
+  out.error = rewriter.error;
+  return out;
+}
+
+Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc, std::string* error) {
+  Doc out;
+  std::vector<Doc> pairs;
+  std::optional<bson_iter_t> existing;
+  bson_iter_t it;
+  bson_iter_init(&it, doc);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == rule.array_field) {
+      existing = it;
+    } else if (rule.IsAttribute(key)) {
+      Doc pair;
+      AppendString(pair.mut(), rule.key_name, key);
+      AppendValue(pair.mut(), rule.value_name, it);
+      pairs.push_back(std::move(pair));
+    } else {
+      AppendValue(out.mut(), key, it);
+    }
+  }
+  if (existing && !BSON_ITER_HOLDS_ARRAY(&*existing)) {
+    AppendValue(out.mut(), rule.array_field, *existing);  // not ours to reshape
+    if (!pairs.empty() && error)
+      *error = "field '" + rule.array_field + "' is not an array, so the attributes of this "
+               "document have nowhere to go";
+    return out;
+  }
+  if (pairs.empty() && !existing) return out;
+  bson_t array;
+  bson_append_array_begin(out.mut(), rule.array_field.c_str(), -1, &array);
+  uint32_t index = 0;
+  char buf[16];
+  const char* k;
+  if (existing) {
+    bson_iter_t child, copy = *existing;
+    bson_iter_recurse(&copy, &child);
+    while (bson_iter_next(&child)) {
+      size_t len = bson_uint32_to_string(index++, &k, buf, sizeof buf);
+      bson_append_iter(&array, k, static_cast<int>(len), &child);
+    }
+  }
+  for (const Doc& pair : pairs) {
+    size_t len = bson_uint32_to_string(index++, &k, buf, sizeof buf);
+    bson_append_document(&array, k, static_cast<int>(len), pair.get());
+  }
+  bson_append_array_end(out.mut(), &array);
+  return out;
+}
+
+Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
+                     const AttributeProjection& projection) {
+  auto array = Find(doc, rule.array_field);
+  if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return Doc::FromBson(doc);
+  // The document's own field names, to detect a pair that would clash.
+  std::vector<std::string_view> taken;
+  bson_iter_t it;
+  bson_iter_init(&it, doc);
+  while (bson_iter_next(&it)) taken.emplace_back(bson_iter_key(&it));
+  auto is_taken = [&](std::string_view name) {
+    return std::find(taken.begin(), taken.end(), name) != taken.end();
+  };
+  // Every element must be exactly a {key: string, value} pair with a new name.
+  std::vector<std::pair<std::string_view, bson_iter_t>> fields;
+  bson_iter_t child, copy = *array;
+  bson_iter_recurse(&copy, &child);
+  while (bson_iter_next(&child)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) return Doc::FromBson(doc);
+    bson_iter_t pair;
+    if (!bson_iter_recurse(&child, &pair)) return Doc::FromBson(doc);
+    std::optional<std::string_view> name;
+    std::optional<bson_iter_t> value;
+    int members = 0;
+    while (bson_iter_next(&pair)) {
+      ++members;
+      std::string_view key = bson_iter_key(&pair);
+      if (key == rule.key_name && BSON_ITER_HOLDS_UTF8(&pair)) {
+        uint32_t length = 0;
+        const char* s = bson_iter_utf8(&pair, &length);
+        name = std::string_view(s, length);
+      } else if (key == rule.value_name) {
+        value = pair;
+      }
+    }
+    if (members != 2 || !name || !value || is_taken(*name)) return Doc::FromBson(doc);
+    taken.push_back(*name);
+    fields.emplace_back(*name, *value);
+  }
+  Doc out;
+  bson_iter_init(&it, doc);
+  while (bson_iter_next(&it)) {
+    if (std::string_view(bson_iter_key(&it)) != rule.array_field)
+      AppendValue(out.mut(), bson_iter_key(&it), it);
+  }
+  for (const auto& [name, value] : fields) {
+    if (projection.restricts) {
+      bool listed = std::find(projection.names.begin(), projection.names.end(), name) !=
+                    projection.names.end();
+      if (listed != projection.inclusion) continue;
+    }
+    AppendValue(out.mut(), name, value);
+  }
+  return out;
+}
+
+}  // namespace remold

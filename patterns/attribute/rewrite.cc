@@ -1,0 +1,592 @@
+#include "patterns/attribute/rewrite.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "patterns/attribute/filter.h"
+#include "patterns/attribute/update.h"
+#include "rewrite/plan.h"
+#include "rewrite/cursor_reply.h"
+
+namespace remold {
+namespace {
+
+
+std::string FirstComponent(std::string_view path) {
+  return std::string(path.substr(0, path.find('.')));
+}
+
+Doc Stage(std::string_view name, const Doc& spec) {
+  Doc stage;
+  AppendDoc(stage.mut(), name, spec);
+  return stage;
+}
+
+// The stages that present stored documents as the application wrote them.
+std::vector<Doc> UnfoldStages(const AttributeRule& rule) {
+  // A document without the array has no attributes: [] rather than missing.
+  Doc array;
+  bson_t if_null;
+  BSON_APPEND_ARRAY_BEGIN(array.mut(), "$ifNull", &if_null);
+  BSON_APPEND_UTF8(&if_null, "0", ("$" + rule.array_field).c_str());
+  bson_t empty;
+  BSON_APPEND_ARRAY_BEGIN(&if_null, "1", &empty);
+  bson_append_array_end(&if_null, &empty);
+  bson_append_array_end(array.mut(), &if_null);
+  Doc pairs;
+  if (rule.key_name == "k" && rule.value_name == "v") {
+    AppendDoc(pairs.mut(), "$arrayToObject", array);
+  } else {
+    Doc map, in;
+    AppendString(in.mut(), "k", "$$p." + rule.key_name);
+    AppendString(in.mut(), "v", "$$p." + rule.value_name);
+    AppendDoc(map.mut(), "input", array);
+    AppendString(map.mut(), "as", "p");
+    AppendDoc(map.mut(), "in", in);
+    Doc map_expr;
+    AppendDoc(map_expr.mut(), "$map", map);
+    AppendDoc(pairs.mut(), "$arrayToObject", map_expr);
+  }
+  Doc root, merge_doc;
+  bson_t merge;
+  BSON_APPEND_ARRAY_BEGIN(merge_doc.mut(), "$mergeObjects", &merge);
+  BSON_APPEND_UTF8(&merge, "0", "$$ROOT");
+  BSON_APPEND_DOCUMENT(&merge, "1", pairs.get());
+  bson_append_array_end(merge_doc.mut(), &merge);
+  AppendDoc(root.mut(), "newRoot", merge_doc);
+  Doc drop;
+  BSON_APPEND_INT32(drop.mut(), rule.array_field.c_str(), 0);
+  return {Stage("$replaceRoot", root), Stage("$project", drop)};
+}
+
+class AttributeRewriter {
+ public:
+  AttributeRewriter(const Command& command, const Rule& rule, const AttributeRule& attribute)
+      : command_(command), rule_(rule), a_(attribute) {}
+
+  std::optional<Plan> Rewrite() {
+    const std::string& name = command_.name;
+    if (name == "find") return FindCommand();
+    if (name == "getMore") return GetMore();
+    if (name == "aggregate") return Aggregate();
+    if (name == "count") return Count();
+    if (name == "distinct") return Distinct();
+    if (name == "delete") return Delete();
+    if (name == "insert") return Insert();
+    if (name == "update") return Update();
+    if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
+    return std::nullopt;  // everything else is about the collection as stored
+  }
+
+ private:
+  Plan Refuse(ErrorCode code, const std::string& what) const {
+    return ImmediateReply(ErrorReply(code,
+                                     "attribute rule '" + rule_.name + "' for " +
+                                         a_.logical.full() + ": " + what));
+  }
+
+  // Rewrites the filter under `key` of `doc` into `out` (or refuses).
+  std::optional<std::string> Filter(const bson_t* doc, const char* key, Doc& out) const {
+    std::optional<Doc> filter = FindDocument(doc, key);
+    if (!filter) return std::nullopt;
+    FilterRewrite rewritten = RewriteAttributeFilter(a_, filter->get());
+    if (rewritten.error) return rewritten.error;
+    out = std::move(rewritten.filter);
+    return std::nullopt;
+  }
+
+  // Projection operators that exist only in find ($slice, $elemMatch,
+  // positional "f.$") cannot run in the unfolding aggregate.
+  std::optional<std::string> FindOnlyProjection(const std::optional<Doc>& projection) const {
+    if (!projection) return std::nullopt;
+    bson_iter_t it;
+    bson_iter_init(&it, projection->get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (!a_.IsAttribute(FirstComponent(key))) continue;
+      bool positional = key.size() >= 2 && key.substr(key.size() - 2) == ".$";
+      bool operator_value = false;
+      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_iter_t child, copy = it;
+        operator_value = bson_iter_recurse(&copy, &child) && bson_iter_next(&child) &&
+                         (std::string_view(bson_iter_key(&child)) == "$slice" ||
+                          std::string_view(bson_iter_key(&child)) == "$elemMatch");
+      }
+      if (positional || operator_value)
+        return "projection '" + std::string(key) + "' uses a find-only operator ($slice, "
+               "$elemMatch or positional $) on an attribute, which is not supported";
+    }
+    return std::nullopt;
+  }
+
+  bool MentionsAttribute(const std::optional<Doc>& spec) const {
+    if (!spec) return false;
+    bson_iter_t it;
+    bson_iter_init(&it, spec->get());
+    while (bson_iter_next(&it))
+      if (a_.IsAttribute(FirstComponent(bson_iter_key(&it)))) return true;
+    return false;
+  }
+
+
+  // A command like the client's, with `replacements` taking the place of
+  // the fields of the same names.
+  BackendCommand Rebuilt(const std::vector<std::pair<std::string, Doc>>& replacements,
+                         const std::vector<std::pair<std::string, std::vector<Doc>>>& arrays = {}) const {
+    BackendCommand backend;
+    bson_iter_t it;
+    bson_iter_init(&it, command_.body.get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      bool replaced = false;
+      for (const auto& [name, doc] : replacements) {
+        if (name == key) {
+          AppendDoc(backend.body.mut(), key, doc);
+          replaced = true;
+        }
+      }
+      for (const auto& [name, docs] : arrays) {
+        if (name == key) {
+          AppendArray(backend.body.mut(), key, docs);
+          replaced = true;
+        }
+      }
+      if (!replaced) AppendValue(backend.body.mut(), key, it);
+    }
+    return backend;
+  }
+
+  // Unfolds the documents of a cursor reply's first or next batch.
+  static Doc UnfoldCursorReply(const AttributeRule& rule, const Doc& reply) {
+    return RewriteCursorReply(reply, [&](std::string_view key, const bson_iter_t& value, CursorOut cursor) {
+      if ((key != "firstBatch" && key != "nextBatch") || !BSON_ITER_HOLDS_ARRAY(&value)) return false;
+      std::vector<Doc> docs;
+      for (const Doc& doc : ArrayDocuments(value)) docs.push_back(UnfoldAttributes(rule, doc.get()));
+      AppendArray(cursor.doc, key, docs);
+      return true;
+    });
+  }
+
+  Plan WithUnfoldedCursor(BackendCommand backend) const {
+    Plan plan;
+    plan.ensure.push_back(EnsureAttributeIndex(a_));
+    plan.commands.push_back(std::move(backend));
+    const AttributeRule rule = a_;
+    plan.shape = [rule](std::span<const Doc> replies) {
+      ShapedReply out;
+      out.reply = rule.unfold ? UnfoldCursorReply(rule, replies.front()) : replies.front();
+      return out;
+    };
+    return plan;
+  }
+
+  Plan Passed(BackendCommand backend) const {
+    Plan plan;
+    plan.ensure.push_back(EnsureAttributeIndex(a_));
+    plan.commands.push_back(std::move(backend));
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
+    return plan;
+  }
+
+  Plan FindCommand() const {
+    const bson_t* body = command_.body.get();
+    Doc filter;
+    if (auto error = Filter(body, "filter", filter)) return Refuse(error_codes::kBadValue, *error);
+    std::optional<Doc> sort = FindDocument(body, "sort");
+    std::optional<Doc> projection = FindDocument(body, "projection");
+    const bool needs_flat = MentionsAttribute(sort) || MentionsAttribute(projection);
+    if (!needs_flat || !a_.unfold) {
+      if (needs_flat && MentionsAttribute(sort))
+        return Refuse(error_codes::kBadValue,
+                      "sorting by an attribute needs `unfold: true` (attributes are stored in '" +
+                          a_.array_field + "')");
+      return WithUnfoldedCursor(Rebuilt({{"filter", filter}}));
+    }
+    if (auto problem = FindOnlyProjection(projection))
+      return Refuse(error_codes::kInvalidOptions, *problem);
+    // Sort or projection on attributes: an aggregate that unfolds first.
+    for (const char* unsupported : {"tailable", "awaitData", "min", "max", "returnKey",
+                                    "showRecordId", "noCursorTimeout"}) {
+      if (auto v = Find(body, unsupported); v && bson_iter_as_bool(&*v))
+        return Refuse(error_codes::kInvalidOptions,
+                      std::string("find option '") + unsupported +
+                          "' is not supported with a sort or projection on attributes");
+    }
+    std::vector<Doc> pipeline;
+    if (!filter.empty()) pipeline.push_back(Stage("$match", filter));
+    for (Doc& stage : ViewStages(a_)) pipeline.push_back(std::move(stage));
+    if (sort && !sort->empty()) pipeline.push_back(Stage("$sort", *sort));
+    if (auto skip = FindInteger(body, "skip"); skip && *skip > 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$skip", *skip);
+      pipeline.push_back(std::move(stage));
+    }
+    int64_t limit = FindInteger(body, "limit").value_or(0);
+    bool single_batch = FindBool(body, "singleBatch").value_or(false) || limit < 0;
+    if (limit < 0) limit = -limit;
+    if (limit != 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$limit", limit);
+      pipeline.push_back(std::move(stage));
+    }
+    if (projection && !projection->empty()) pipeline.push_back(Stage("$project", *projection));
+    BackendCommand backend;
+    bson_t* out = backend.body.mut();
+    AppendString(out, "aggregate", a_.logical.collection);
+    AppendArray(out, "pipeline", pipeline);
+    Doc cursor;
+    if (auto batch = FindInteger(body, "batchSize")) BSON_APPEND_INT64(cursor.mut(), "batchSize", *batch);
+    else if (single_batch && limit > 0) BSON_APPEND_INT64(cursor.mut(), "batchSize", limit);
+    AppendDoc(out, "cursor", cursor);
+    for (const char* passthrough : {"collation", "allowDiskUse", "let", "hint"}) {
+      if (auto v = Find(body, passthrough)) AppendValue(out, passthrough, *v);
+    }
+    SealCommand(command_, ArgumentTarget::kRead, a_.logical.db, out);
+    Plan plan = Passed(std::move(backend));
+    if (single_batch) {
+      // One batch was asked for: report cursor id 0 and close the rest.
+      const Namespace ns = a_.logical;
+      plan.shape = [ns](std::span<const Doc> replies) {
+        ShapedReply out;
+        int64_t open = 0;
+        out.reply = WithCursor(replies.front(), std::nullopt, 0, &open);
+        if (open != 0) out.cursors_to_kill.push_back(open);
+        out.kill_db = ns.db;
+        out.kill_collection = ns.collection;
+        return out;
+      };
+    }
+    return plan;
+  }
+
+  Plan GetMore() const {
+    BackendCommand backend;
+    backend.body = command_.body;
+    return WithUnfoldedCursor(std::move(backend));
+  }
+
+  std::optional<Plan> Aggregate() const {
+    auto pipeline_iter = Find(command_.body.get(), "pipeline");
+    if (!pipeline_iter || !BSON_ITER_HOLDS_ARRAY(&*pipeline_iter))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "aggregate needs a 'pipeline' array"));
+    std::vector<Doc> stages = ArrayDocuments(*pipeline_iter);
+    std::vector<Doc> pipeline;
+    size_t i = 0;
+    if (!stages.empty()) {
+      bson_iter_t first;
+      bson_iter_init(&first, stages[0].get());
+      bson_iter_next(&first);
+      std::string_view stage = bson_iter_key(&first);
+      // About the collection or its change events, not its documents.
+      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" ||
+          stage == "$planCacheStats")
+        return std::nullopt;
+      // Must stay first; the documents they produce are unfolded after.
+      if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+        pipeline.push_back(stages[0]);
+        i = 1;
+      }
+    }
+    for (; i < stages.size(); ++i) {  // leading $match stages use the index
+      std::optional<Doc> match = FindDocument(stages[i].get(), "$match");
+      if (!match) break;
+      FilterRewrite rewritten = RewriteAttributeFilter(a_, match->get());
+      if (rewritten.error) return Refuse(error_codes::kBadValue, *rewritten.error);
+      pipeline.push_back(Stage("$match", rewritten.filter));
+    }
+    for (Doc& stage : ViewStages(a_)) pipeline.push_back(std::move(stage));
+    for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
+    return Passed(Rebuilt({}, {{"pipeline", pipeline}}));
+  }
+
+  Plan Count() const {
+    Doc query;
+    if (auto error = Filter(command_.body.get(), "query", query))
+      return Refuse(error_codes::kBadValue, *error);
+    return Passed(Rebuilt({{"query", query}}));
+  }
+
+  Plan Distinct() const {
+    const bson_t* body = command_.body.get();
+    Doc query;
+    if (auto error = Filter(body, "query", query)) return Refuse(error_codes::kBadValue, *error);
+    std::optional<std::string> key = FindString(body, "key");
+    if (!key || !a_.IsAttribute(FirstComponent(*key))) return Passed(Rebuilt({{"query", query}}));
+    // distinct of an attribute: its pairs' values, arrays looked into.
+    std::string name = FirstComponent(*key);
+    std::string sub = key->size() > name.size() ? key->substr(name.size()) : "";
+    const std::string pair = a_.array_field;
+    std::vector<Doc> pipeline;
+    if (!query.empty()) pipeline.push_back(Stage("$match", query));
+    Doc unwind_pairs;
+    AppendString(unwind_pairs.mut(), "$unwind", "$" + pair);
+    pipeline.push_back(std::move(unwind_pairs));
+    Doc by_name;
+    AppendString(by_name.mut(), pair + "." + a_.key_name, name);
+    pipeline.push_back(Stage("$match", by_name));
+    const std::string value_path = "$" + pair + "." + a_.value_name + sub;
+    Doc unwind, group, add;
+    AppendString(unwind.mut(), "path", value_path);
+    BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
+    pipeline.push_back(Stage("$unwind", unwind));
+    BSON_APPEND_NULL(group.mut(), "_id");
+    AppendString(add.mut(), "$addToSet", value_path);
+    AppendDoc(group.mut(), "values", add);
+    pipeline.push_back(Stage("$group", group));
+    BackendCommand backend;
+    bson_t* out = backend.body.mut();
+    AppendString(out, "aggregate", a_.logical.collection);
+    AppendArray(out, "pipeline", pipeline);
+    AppendDoc(out, "cursor", Doc());
+    if (auto collation = Find(body, "collation")) AppendValue(out, "collation", *collation);
+    SealCommand(command_, ArgumentTarget::kRead, a_.logical.db, out);
+    Plan plan;
+    plan.ensure.push_back(EnsureAttributeIndex(a_));
+    plan.commands.push_back(std::move(backend));
+    plan.shape = [](std::span<const Doc> replies) {
+      ShapedReply out;
+      auto cursor = FindDocument(replies.front().get(), "cursor");
+      auto batch = cursor ? ::remold::Find(cursor->get(), "firstBatch") : std::nullopt;
+      std::vector<Doc> docs = batch ? ArrayDocuments(*batch) : std::vector<Doc>();
+      std::optional<bson_iter_t> values;
+      if (!docs.empty()) values = ::remold::Find(docs.front().get(), "values");
+      if (values) {
+        AppendValue(out.reply.mut(), "values", *values);
+      } else {
+        AppendArray(out.reply.mut(), "values", {});
+      }
+      for (const char* key : {"$clusterTime", "operationTime"}) {
+        if (auto v = ::remold::Find(replies.front().get(), key)) AppendValue(out.reply.mut(), key, *v);
+      }
+      BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);
+      return out;
+    };
+    return plan;
+  }
+
+  Plan Delete() const {
+    auto deletes = ::remold::Find(command_.body.get(), "deletes");
+    if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
+    std::vector<Doc> statements;
+    for (const Doc& statement : ArrayDocuments(*deletes)) {
+      Doc q;
+      if (auto error = Filter(statement.get(), "q", q)) return Refuse(error_codes::kBadValue, *error);
+      statements.push_back(Replaced(statement, "q", q));
+    }
+    return Passed(Rebuilt({}, {{"deletes", statements}}));
+  }
+
+  static Doc Replaced(const Doc& doc, std::string_view field, const Doc& value) {
+    Doc out;
+    bson_iter_t it;
+    bson_iter_init(&it, doc.get());
+    while (bson_iter_next(&it)) {
+      if (field == bson_iter_key(&it)) AppendDoc(out.mut(), field, value);
+      else AppendValue(out.mut(), bson_iter_key(&it), it);
+    }
+    return out;
+  }
+
+  Plan Insert() const {
+    auto documents = ::remold::Find(command_.body.get(), "documents");
+    if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
+    std::vector<Doc> folded;
+    for (const Doc& doc : ArrayDocuments(*documents)) {
+      std::string error;
+      folded.push_back(FoldAttributes(a_, doc.get(), &error));
+      if (!error.empty()) return Refuse(error_codes::kBadValue, error);
+    }
+    Plan plan = Passed(Rebuilt({}));
+    // The documents travel as a document sequence, like the client's.
+    Doc body;
+    bson_copy_to_excluding_noinit(plan.commands[0].body.get(), body.mut(), "documents", nullptr);
+    plan.commands[0].body = std::move(body);
+    plan.commands[0].sequence_id = "documents";
+    plan.commands[0].sequence = std::move(folded);
+    return plan;
+  }
+
+  Plan Update() const {
+    auto updates = ::remold::Find(command_.body.get(), "updates");
+    if (!updates || !BSON_ITER_HOLDS_ARRAY(&*updates))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update needs an 'updates' array"));
+    std::vector<Doc> statements = ArrayDocuments(*updates);
+    std::vector<Doc> rewritten;
+    std::optional<size_t> attribute_statement;
+    Doc fixed_ops;
+    std::vector<AttributeOp> ops;
+    for (size_t i = 0; i < statements.size(); ++i) {
+      const Doc& statement = statements[i];
+      Doc q;
+      if (auto error = Filter(statement.get(), "q", q)) return Refuse(error_codes::kBadValue, *error);
+      Doc out = Replaced(statement, "q", q);
+      auto u = ::remold::Find(statement.get(), "u");
+      if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
+      if (BSON_ITER_HOLDS_ARRAY(&*u))
+        return Refuse(error_codes::kInvalidOptions,
+                      "pipeline updates are not supported on an attribute collection");
+      std::optional<Doc> u_doc = FindDocument(statement.get(), "u");
+      if (!IsOperatorUpdate(*u_doc)) {  // a replacement: fold it (an upsert inserts it as is)
+        std::string error;
+        Doc folded = FoldAttributes(a_, u_doc->get(), &error);
+        if (!error.empty()) return Refuse(error_codes::kBadValue, error);
+        rewritten.push_back(Replaced(out, "u", folded));
+        continue;
+      }
+      // An upsert seeds the new document from the filter's equalities, which
+      // are $elemMatch clauses here: the attributes would not get in.
+      if (FindBool(statement.get(), "upsert").value_or(false) && MentionsAttributeDeep(statement, "q"))
+        return Refuse(error_codes::kInvalidOptions,
+                      "upsert with a filter on attributes is not supported (the inserted document "
+                      "would not get them)");
+      Doc fixed;
+      std::vector<AttributeOp> statement_ops;
+      if (auto refusal = SplitAttributeUpdate(a_, *u_doc, fixed, statement_ops)) {
+        if (refusal->code == error_codes::kTypeMismatch)
+          return StatementWriteError(i, refusal->code, refusal->message);
+        return Refuse(refusal->code, refusal->message);
+      }
+      if (statement_ops.empty()) {
+        rewritten.push_back(std::move(out));
+        continue;
+      }
+      if (statements.size() != 1)
+        return Refuse(error_codes::kInvalidOptions,
+                      "an update batch with several statements cannot change attributes; send "
+                      "attribute updates one statement per command");
+      if (FindBool(statement.get(), "upsert").value_or(false))
+        return Refuse(error_codes::kInvalidOptions,
+                      "upsert with attribute update operators is not supported");
+      attribute_statement = i;
+      fixed_ops = std::move(fixed);
+      ops = std::move(statement_ops);
+    }
+    if (!attribute_statement) {
+      Plan plan = Passed(Rebuilt({}, {{"updates", rewritten}}));
+      return plan;
+    }
+    return AttributeUpdate(statements[*attribute_statement], fixed_ops, ops);
+  }
+
+  // Whether the filter under `key` names an attribute anywhere.
+  bool MentionsAttributeDeep(const Doc& doc, const char* key) const {
+    std::optional<Doc> filter = FindDocument(doc.get(), key);
+    if (!filter) return false;
+    FilterRewrite rewritten = RewriteAttributeFilter(a_, filter->get());
+    return !(rewritten.filter == *filter);
+  }
+
+  // An update that changes attributes, safe under concurrent writers:
+  //  1. read the _ids the filter matches (one for updateOne);
+  //  2. push a neutral pair for each changed attribute where it is missing
+  //     ($set/$min/$max: the value; $inc/$mul: 0), to those _ids that still
+  //     match the filter;
+  //  3. the client's write: one statement applies every operator (the
+  //     attributes through arrayFilters on their pairs) to those _ids that
+  //     still match the filter, so a conditional update stays atomic;
+  //  4. pull the $unset attributes from those _ids.
+  // Steps 2 and 4 are idempotent and carry no txnNumber outside a
+  // transaction; step 3 carries the client's, so a retry is recognised.
+  // A filter that tests the absence of an attribute the update changes is
+  // refused: step 2 would change its answer.
+  Plan AttributeUpdate(const Doc& statement, const Doc& fixed_ops,
+                       const std::vector<AttributeOp>& ops) const {
+    const bson_t* s = statement.get();
+    std::optional<Doc> client_filter = FindDocument(s, "q");
+    for (const AttributeOp& op : ops) {
+      if (op.op != "$unset" && client_filter && TestsAbsence(client_filter->get(), op.name))
+        return Refuse(error_codes::kInvalidOptions,
+                      "an update whose filter tests the absence of attribute '" + op.name +
+                          "' ($exists: false, null, $ne, $nin, $not, $nor) while changing it is "
+                          "not supported");
+    }
+    Doc q;
+    Filter(s, "q", q);
+    return AttributeUpdatePlan(command_, a_, statement, q, fixed_ops, ops);
+  }
+
+  Plan FindAndModify() const {
+    const bson_t* body = command_.body.get();
+    Doc query;
+    if (auto error = Filter(body, "query", query)) return Refuse(error_codes::kBadValue, *error);
+    if (MentionsAttribute(FindDocument(body, "sort")) || MentionsAttribute(FindDocument(body, "fields")))
+      return Refuse(error_codes::kInvalidOptions,
+                    "findAndModify with a sort or projection on attributes is not supported");
+    std::vector<std::pair<std::string, Doc>> replacements = {{"query", query}};
+    std::optional<Doc> update_doc = FindDocument(body, "update");
+    if (FindBool(body, "upsert").value_or(false) && update_doc && IsOperatorUpdate(*update_doc) &&
+        MentionsAttributeDeep(command_.body, "query"))
+      return Refuse(error_codes::kInvalidOptions,
+                    "upsert with a filter on attributes is not supported (the inserted document "
+                    "would not get them)");
+    if (std::optional<Doc> update = update_doc) {
+      auto update_iter = ::remold::Find(body, "update");
+      if (update_iter && BSON_ITER_HOLDS_ARRAY(&*update_iter))
+        return Refuse(error_codes::kInvalidOptions, "pipeline updates are not supported");
+      if (!IsOperatorUpdate(*update)) {
+        replacements.emplace_back("update", FoldAttributes(a_, update->get()));
+      } else {
+        Doc fixed;
+        std::vector<AttributeOp> ops;
+        if (auto refusal = SplitAttributeUpdate(a_, *update, fixed, ops))
+          return Refuse(refusal->code, refusal->message);
+        if (!ops.empty())
+          return Refuse(error_codes::kInvalidOptions,
+                        "findAndModify cannot change attributes; use updateOne, then find");
+      }
+    }
+    Plan plan = Passed(Rebuilt(replacements));
+    const AttributeRule rule = a_;
+    plan.shape = [rule](std::span<const Doc> replies) {
+      ShapedReply out;
+      const Doc& reply = replies.front();
+      bson_iter_t it;
+      bson_iter_init(&it, reply.get());
+      while (bson_iter_next(&it)) {
+        std::string_view key = bson_iter_key(&it);
+        if (key == "value" && BSON_ITER_HOLDS_DOCUMENT(&it) && rule.unfold) {
+          Doc value = *FindDocument(reply.get(), "value");
+          AppendDoc(out.reply.mut(), "value", UnfoldAttributes(rule, value.get()));
+        } else {
+          AppendValue(out.reply.mut(), key, it);
+        }
+      }
+      return out;
+    };
+    return plan;
+  }
+
+  const Command& command_;
+  const Rule& rule_;
+  const AttributeRule& a_;
+};
+
+}  // namespace
+
+BackendCommand EnsureAttributeIndex(const AttributeRule& rule) {
+  Doc key, index;
+  BSON_APPEND_INT32(key.mut(), (rule.array_field + "." + rule.key_name).c_str(), 1);
+  BSON_APPEND_INT32(key.mut(), (rule.array_field + "." + rule.value_name).c_str(), 1);
+  AppendDoc(index.mut(), "key", key);
+  AppendString(index.mut(), "name", "remold_attribute_" + rule.array_field);
+  BackendCommand command;
+  AppendString(command.body.mut(), "createIndexes", rule.logical.collection);
+  AppendArray(command.body.mut(), "indexes", {index});
+  AppendString(command.body.mut(), "$db", rule.logical.db);
+  return command;
+}
+
+std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+                                   const AttributeRule& attribute, const Capabilities&) {
+  return AttributeRewriter(command, rule, attribute).Rewrite();
+}
+
+std::vector<Doc> ViewStages(const AttributeRule& rule) {
+  if (!rule.unfold) return {};  // the application reads the pairs as stored
+  return UnfoldStages(rule);
+}
+
+}  // namespace remold

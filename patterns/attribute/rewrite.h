@@ -1,0 +1,29 @@
+// The attribute pattern's rewrites: filters become $elemMatch on the {k, v}
+// array, writes fold attributes into it, reads unfold them back.
+//
+// Returns nullopt for commands the pattern leaves alone (they are forwarded
+// as they are); anything it cannot do exactly is refused with a
+// MongoDB-shaped error.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "rewrite/capabilities.h"
+#include "rewrite/command.h"
+#include "rewrite/plan.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+// The pattern's rewrite part (patterns/pattern.h).
+std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+                                   const AttributeRule& attribute, const Capabilities& caps);
+
+// Unfolding: the pairs back into top-level fields, the array dropped.
+std::vector<Doc> ViewStages(const AttributeRule& rule);
+
+// The createIndexes command that ensures {array.k: 1, array.v: 1} exists.
+BackendCommand EnsureAttributeIndex(const AttributeRule& rule);
+
+}  // namespace remold

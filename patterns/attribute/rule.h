@@ -1,0 +1,48 @@
+// The attribute pattern's rule: sparse fields live as {k, v} pairs in one
+// array served by one index (see patterns/pattern.h for what every
+// pattern's rule provides).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/namespace.h"
+#include "rules/written_namespace.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace remold {
+
+class FileContext;
+
+// Attribute pattern: sparse fields live as {k, v} pairs in one array, so
+// one {array.k, array.v} index serves a query on any of them:
+//   {<fixed fields...>, <array>: [{<key>: "ram_gb", <value>: 16}, ...]}
+struct AttributeRule {
+  Namespace logical;
+  std::string array_field = "specs";
+  std::string key_name = "k";
+  std::string value_name = "v";
+  // Which top-level fields are attributes: the listed ones, or (when
+  // `fields` is empty) every field except `_id`, the array and `except`.
+  std::vector<std::string> fields;
+  std::vector<std::string> except;
+  bool unfold = true;          // reads return the attributes as fields
+  bool fix_elem_match = true;  // {"a.k": X, "a.v": P} is read as $elemMatch
+
+  bool IsAttribute(std::string_view field) const;
+
+  static constexpr std::string_view kName = "attribute";
+  // Parses the rule file's `attribute:` section (a mapping).
+  static AttributeRule Parse(const FileContext& ctx, const YAML::Node& section,
+                             const Namespace& logical);
+  // Nothing: the documents stay in the logical collection.
+  std::vector<WrittenNamespace> Writes() const { return {}; }
+  // "db.coll (array 'specs')", for `remold check`.
+  std::string Describe() const;
+};
+
+}  // namespace remold

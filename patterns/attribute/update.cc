@@ -1,0 +1,354 @@
+#include "patterns/attribute/update.h"
+
+#include <algorithm>
+
+#include "patterns/attribute/rewrite.h"
+#include "rewrite/plan.h"
+
+namespace remold {
+namespace {
+
+// updateMany with attribute operators pins the documents it matched first;
+// past this many, it is refused before anything changes.
+constexpr int64_t kMaxPinnedDocuments = 100'000;
+
+std::string FirstComponent(std::string_view path) {
+  return std::string(path.substr(0, path.find('.')));
+}
+
+std::vector<Doc> PinnedIds(const Doc& find_reply) {
+  auto cursor = FindDocument(find_reply.get(), "cursor");
+  auto batch = cursor ? ::remold::Find(cursor->get(), "firstBatch") : std::nullopt;
+  return batch ? ArrayDocuments(*batch) : std::vector<Doc>();
+}
+
+// Steps 2-4 of AttributeUpdate, built from the _ids step 1 found, and
+// the client's reply from all their replies. Holds copies: it outlives
+// the rewrite.
+struct UpdateSteps {
+  AttributeRule rule;
+  Command command;
+  Doc statement;
+  Doc filter;  // the rewritten client filter
+  Doc fixed_ops;
+  std::vector<AttributeOp> ops;
+  bool multi;
+
+  bool HasPushes() const {
+    return std::any_of(ops.begin(), ops.end(), [](const AttributeOp& o) { return o.op != "$unset"; });
+  }
+
+  Doc Pinned(const std::vector<Doc>& ids, bool still_matching) const {
+    Doc in, by_id;
+    bson_t array;
+    BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      bson_iter_t id;
+      bson_iter_init_find(&id, ids[i].get(), "_id");
+      AppendValue(&array, std::to_string(i), id);
+    }
+    bson_append_array_end(in.mut(), &array);
+    AppendDoc(by_id.mut(), "_id", in);
+    if (!still_matching || filter.empty()) return by_id;
+    Doc both;
+    AppendArray(both.mut(), "$and", {by_id, filter});
+    return both;
+  }
+
+  BackendCommand UpdateCommand(std::vector<Doc> statements, ArgumentTarget target) const {
+    BackendCommand update;
+    bson_t* body = update.body.mut();
+    AppendString(body, "update", rule.logical.collection);
+    BSON_APPEND_BOOL(body, "ordered", true);
+    SealCommand(command, target, rule.logical.db, body);
+    update.sequence_id = "updates";
+    update.sequence = std::move(statements);
+    return update;
+  }
+
+  static Doc Statement(const Doc& q, const Doc& u, bool multi) {
+    Doc statement;
+    AppendDoc(statement.mut(), "q", q);
+    AppendDoc(statement.mut(), "u", u);
+    BSON_APPEND_BOOL(statement.mut(), "multi", multi);
+    return statement;
+  }
+
+  std::vector<BackendCommand> Commands(std::span<const Doc> replies) const {
+    std::vector<BackendCommand> next;
+    std::vector<Doc> ids = PinnedIds(replies.front());
+    if (ids.empty() || ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) return next;
+    const Doc still_matching = Pinned(ids, true);
+
+    std::vector<Doc> pushes;
+    std::vector<std::pair<std::string, Doc>> by_op;  // op -> {path: value}
+    auto op_doc = [&](const std::string& op) -> Doc& {
+      for (auto& [name, doc] : by_op)
+        if (name == op) return doc;
+      by_op.emplace_back(op, Doc());
+      return by_op.back().second;
+    };
+    std::vector<Doc> array_filters;
+    std::vector<std::string> unset;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const AttributeOp& op = ops[i];
+      bson_iter_t v;
+      bson_iter_init_find(&v, op.value.get(), "v");
+      if (op.op == "$unset") {
+        unset.push_back(op.name);
+        continue;
+      }
+      Doc pair, pair_match, elem, has, missing, q, push_field, push;
+      AppendString(pair.mut(), rule.key_name, op.name);
+      if (op.op == "$inc" || op.op == "$mul") BSON_APPEND_INT32(pair.mut(), rule.value_name.c_str(), 0);
+      else AppendValue(pair.mut(), rule.value_name, v);
+      AppendString(pair_match.mut(), rule.key_name, op.name);
+      AppendDoc(elem.mut(), "$elemMatch", pair_match);
+      AppendDoc(has.mut(), rule.array_field, elem);
+      AppendArray(missing.mut(), "$nor", {has});
+      AppendArray(q.mut(), "$and", {still_matching, missing});
+      AppendDoc(push_field.mut(), rule.array_field, pair);
+      AppendDoc(push.mut(), "$push", push_field);
+      pushes.push_back(Statement(q, push, multi));
+
+      const std::string name = "remold" + std::to_string(i);
+      AppendValue(op_doc(op.op).mut(), rule.array_field + ".$[" + name + "]." + rule.value_name, v);
+      Doc array_filter;
+      AppendString(array_filter.mut(), name + "." + rule.key_name, op.name);
+      array_filters.push_back(std::move(array_filter));
+    }
+    bson_iter_t fixed_it;
+    bson_iter_init(&fixed_it, fixed_ops.get());
+    while (bson_iter_next(&fixed_it)) {
+      Doc part = *FindDocument(fixed_ops.get(), bson_iter_key(&fixed_it));
+      bson_concat(op_doc(bson_iter_key(&fixed_it)).mut(), part.get());
+    }
+    if (!pushes.empty()) next.push_back(UpdateCommand(std::move(pushes), ArgumentTarget::kPreparatoryWrite));
+    if (!by_op.empty()) {
+      Doc u;
+      for (const auto& [op, doc] : by_op) AppendDoc(u.mut(), op, doc);
+      Doc apply = Statement(still_matching, u, multi);
+      if (auto client_filters = ::remold::Find(statement.get(), "arrayFilters"))
+        for (Doc& f : ArrayDocuments(*client_filters)) array_filters.push_back(std::move(f));
+      if (!array_filters.empty()) AppendArray(apply.mut(), "arrayFilters", array_filters);
+      next.push_back(UpdateCommand({apply}, ArgumentTarget::kWrite));
+    }
+    if (!unset.empty()) {
+      Doc names, in, pull_field, pull;
+      bson_t array;
+      BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+      for (size_t i = 0; i < unset.size(); ++i)
+        BSON_APPEND_UTF8(&array, std::to_string(i).c_str(), unset[i].c_str());
+      bson_append_array_end(in.mut(), &array);
+      AppendDoc(names.mut(), rule.key_name, in);
+      AppendDoc(pull_field.mut(), rule.array_field, names);
+      AppendDoc(pull.mut(), "$pull", pull_field);
+      // The client's write when there is nothing else; otherwise it
+      // follows it, to the same documents (their filter may have changed).
+      const bool is_client_write = by_op.empty();
+      next.push_back(UpdateCommand({Statement(is_client_write ? still_matching : Pinned(ids, false), pull, multi)},
+                                   is_client_write ? ArgumentTarget::kWrite : ArgumentTarget::kPreparatoryWrite));
+    }
+    return next;
+  }
+
+  // n and nModified come from the client's write (step 3, or the pull
+  // when only attributes are unset); nModified adds documents that only
+  // gained a pair in step 2, at most n.
+  ShapedReply Shape(std::span<const Doc> replies) const {
+    ShapedReply out;
+    std::vector<Doc> ids = PinnedIds(replies.front());
+    if (ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) {
+      out.reply = ErrorReply(error_codes::kInvalidOptions,
+                             "updateMany with attribute operators matched more than " +
+                                 std::to_string(kMaxPinnedDocuments) +
+                                 " documents; nothing was changed: narrow the filter");
+      return out;
+    }
+    std::span<const Doc> writes = replies.subspan(1);
+    const size_t push_index = 0;
+    const size_t write_index = HasPushes() ? 1 : 0;
+    int64_t n = 0, modified = 0;
+    std::optional<Doc> write_error, write_concern_error;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const Doc& reply = writes[i];
+      if (auto we = ::remold::Find(reply.get(), "writeErrors"); we && BSON_ITER_HOLDS_ARRAY(&*we)) {
+        std::vector<Doc> errors = ArrayDocuments(*we);
+        if (!errors.empty() && !write_error) {
+          Doc e;
+          BSON_APPEND_INT32(e.mut(), "index", 0);
+          bson_iter_t it;
+          bson_iter_init(&it, errors.front().get());
+          while (bson_iter_next(&it))
+            if (std::string_view(bson_iter_key(&it)) != "index") AppendValue(e.mut(), bson_iter_key(&it), it);
+          write_error = std::move(e);
+        }
+      }
+      if (auto wce = FindDocument(reply.get(), "writeConcernError")) write_concern_error = wce;
+      if (i == write_index) {
+        n = FindInteger(reply.get(), "n").value_or(0);
+        modified += FindInteger(reply.get(), "nModified").value_or(0);
+      } else if (i == push_index && HasPushes()) {
+        modified += FindInteger(reply.get(), "nModified").value_or(0);
+      }
+    }
+    if (write_error) n = modified = 0;  // the write failed: nothing counts
+    bson_t* r = out.reply.mut();
+    BSON_APPEND_INT32(r, "n", static_cast<int32_t>(n));
+    BSON_APPEND_INT32(r, "nModified", static_cast<int32_t>(std::min(n, modified)));
+    if (write_error) AppendArray(r, "writeErrors", {*write_error});
+    if (write_concern_error) AppendDoc(r, "writeConcernError", *write_concern_error);
+    for (const char* key : {"$clusterTime", "operationTime"}) {
+      if (auto v = ::remold::Find(replies.back().get(), key)) AppendValue(r, key, *v);
+    }
+    BSON_APPEND_DOUBLE(r, "ok", 1.0);
+    return out;
+  }
+};
+
+
+
+}  // namespace
+
+// Splits update operators into those on fixed fields and attribute ops.
+std::optional<Refusal> SplitAttributeUpdate(const AttributeRule& a_, const Doc& u, Doc& fixed,
+                                                  std::vector<AttributeOp>& ops) {
+  auto illegal = [](std::string message) {
+    return Refusal{error_codes::kInvalidOptions, std::move(message)};
+  };
+  static const std::vector<std::string> kSupported = {"$set", "$unset", "$inc", "$min", "$max", "$mul"};
+  bson_iter_t op_it;
+  bson_iter_init(&op_it, u.get());
+  while (bson_iter_next(&op_it)) {
+    std::string op = bson_iter_key(&op_it);
+    if (!BSON_ITER_HOLDS_DOCUMENT(&op_it))
+      return Refusal{error_codes::kFailedToParse, "update operator '" + op + "' needs a document"};
+    Doc fixed_part;
+    bson_iter_t field;
+    bson_iter_recurse(&op_it, &field);
+    while (bson_iter_next(&field)) {
+      std::string path = bson_iter_key(&field);
+      std::string name = FirstComponent(path);
+      if (path == a_.array_field || name == a_.array_field)
+        return illegal("update of '" + a_.array_field +
+                       "' itself is not supported: update the attributes by name");
+      if (!a_.IsAttribute(name)) {
+        AppendValue(fixed_part.mut(), path, field);
+        continue;
+      }
+      if (std::find(kSupported.begin(), kSupported.end(), op) == kSupported.end())
+        return illegal("update operator '" + op + "' on attribute '" + name +
+                       "' is not supported (supported: $set, $unset, $inc, $min, $max, $mul)");
+      if (path != name)
+        return illegal("update of '" + path + "' inside attribute '" + name +
+                       "' is not supported: set the whole attribute");
+      if ((op == "$inc" || op == "$mul") && !BSON_ITER_HOLDS_NUMBER(&field)) {
+        Doc shown;
+        AppendValue(shown.mut(), "v", field);
+        std::string json = shown.ToRelaxedJson();  // { "v" : <value> }
+        std::string value = json.substr(8, json.size() - 10);
+        return Refusal{error_codes::kTypeMismatch,
+                       "Cannot " + std::string(op == "$inc" ? "increment" : "multiply") +
+                           " with non-numeric argument: {" + name + ": " + value + "}"};
+      }
+      Doc value;
+      AppendValue(value.mut(), "v", field);
+      ops.push_back({op, name, std::move(value)});
+    }
+    if (!fixed_part.empty()) AppendDoc(fixed.mut(), op, fixed_part);
+  }
+  return std::nullopt;
+}
+
+// What mongod answers for a statement it rejects: a write error at the
+// statement's index, nothing changed.
+Plan StatementWriteError(size_t index, ErrorCode code, const std::string& message) {
+  Doc reply, error;
+  BSON_APPEND_INT32(reply.mut(), "n", 0);
+  BSON_APPEND_INT32(reply.mut(), "nModified", 0);
+  BSON_APPEND_INT32(error.mut(), "index", static_cast<int32_t>(index));
+  BSON_APPEND_INT32(error.mut(), "code", code.value);
+  AppendString(error.mut(), "errmsg", message);
+  AppendArray(reply.mut(), "writeErrors", {error});
+  BSON_APPEND_DOUBLE(reply.mut(), "ok", 1.0);
+  return ImmediateReply(std::move(reply));
+}
+
+bool IsOperatorUpdate(const Doc& u) {
+  bson_iter_t it;
+  return bson_iter_init(&it, u.get()) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
+}
+
+// Whether `filter` can match a document because attribute `name` is
+// missing (negated forms, null, $exists: false, anything under $nor).
+bool TestsAbsence(const bson_t* filter, const std::string& name, bool negated) {
+  bson_iter_t it;
+  bson_iter_init(&it, filter);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if ((key == "$and" || key == "$or" || key == "$nor") && BSON_ITER_HOLDS_ARRAY(&it)) {
+      for (const Doc& branch : ArrayDocuments(it))
+        if (TestsAbsence(branch.get(), name, negated || key == "$nor")) return true;
+      continue;
+    }
+    if (FirstComponent(key) != name) continue;
+    if (negated || BSON_ITER_HOLDS_NULL(&it)) return true;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
+    bson_iter_t op, copy = it;
+    bson_iter_recurse(&copy, &op);
+    while (bson_iter_next(&op)) {
+      std::string_view o = bson_iter_key(&op);
+      if (o == "$ne" || o == "$nin" || o == "$not" || BSON_ITER_HOLDS_NULL(&op)) return true;
+      if (o == "$exists" && !bson_iter_as_bool(&op)) return true;
+      if (o == "$in" && BSON_ITER_HOLDS_ARRAY(&op)) {
+        bson_iter_t v, in_copy = op;
+        bson_iter_recurse(&in_copy, &v);
+        while (bson_iter_next(&v))
+          if (BSON_ITER_HOLDS_NULL(&v)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// An update that changes attributes, safe under concurrent writers:
+//  1. read the _ids the filter matches (one for updateOne);
+//  2. push a neutral pair for each changed attribute where it is missing
+//     ($set/$min/$max: the value; $inc/$mul: 0), to those _ids that still
+//     match the filter;
+//  3. the client's write: one statement applies every operator (the
+//     attributes through arrayFilters on their pairs) to those _ids that
+//     still match the filter, so a conditional update stays atomic;
+//  4. pull the $unset attributes from those _ids.
+// Steps 2 and 4 are idempotent and carry no txnNumber outside a
+// transaction; step 3 carries the client's, so a retry is recognised.
+Plan AttributeUpdatePlan(const Command& command_, const AttributeRule& a_, const Doc& statement,
+                         const Doc& q, const Doc& fixed_ops, const std::vector<AttributeOp>& ops) {
+  const bson_t* s = statement.get();
+  const bool multi = FindBool(s, "multi").value_or(false);
+  BackendCommand find;
+  bson_t* body = find.body.mut();
+  AppendString(body, "find", a_.logical.collection);
+  AppendDoc(body, "filter", q);
+  Doc id_only;
+  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
+  AppendDoc(body, "projection", id_only);
+  BSON_APPEND_INT64(body, "limit", multi ? kMaxPinnedDocuments + 1 : 1);
+  BSON_APPEND_INT64(body, "batchSize", multi ? kMaxPinnedDocuments + 1 : 1);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  if (auto collation = ::remold::Find(s, "collation")) AppendValue(body, "collation", *collation);
+  if (auto hint = ::remold::Find(s, "hint")) AppendValue(body, "hint", *hint);
+  SealCommand(command_, ArgumentTarget::kRead, a_.logical.db, body);
+
+  UpdateSteps steps{a_, command_, statement, q, fixed_ops, ops, multi};
+  Plan plan;
+  plan.ensure.push_back(EnsureAttributeIndex(a_));
+  plan.commands.push_back(std::move(find));
+  plan.stop_on_write_errors = true;
+  plan.then = [steps](std::span<const Doc> replies) { return Step{steps.Commands(replies), {}}; };
+  plan.shape = [steps](std::span<const Doc> replies) { return steps.Shape(replies); };
+  return plan;
+}
+
+
+}  // namespace remold

@@ -1,0 +1,42 @@
+// The attribute pattern's updates of attributes (see attribute.h): the
+// split of update operators, and the multi-step plan that applies them
+// safely under concurrent writers. Pure, like the rest of rewrite/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rewrite/command.h"
+#include "rewrite/plan.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+// One attribute operation of an update: {op: {name: value}}.
+struct AttributeOp {
+  std::string op;
+  std::string name;
+  Doc value;  // {v: <the operator's argument>}, owned: the update may go away
+};
+
+// Splits the operators of `u` into those on fixed fields (`fixed`) and
+// those on attributes (`ops`), or says why it cannot.
+std::optional<Refusal> SplitAttributeUpdate(const AttributeRule& rule, const Doc& u,
+                                                  Doc& fixed, std::vector<AttributeOp>& ops);
+
+// Whether `filter` can match a document because attribute `name` is
+// missing (negated forms, null, $exists: false, anything under $nor).
+bool TestsAbsence(const bson_t* filter, const std::string& name, bool negated = false);
+
+bool IsOperatorUpdate(const Doc& u);
+
+// What mongod answers for a statement it rejects before changing anything.
+Plan StatementWriteError(size_t index, ErrorCode code, const std::string& message);
+
+// The plan of an update statement that changes attributes; `filter` is the
+// statement's filter already rewritten. See attribute_update.cc.
+Plan AttributeUpdatePlan(const Command& command, const AttributeRule& rule, const Doc& statement,
+                         const Doc& filter, const Doc& fixed_ops, const std::vector<AttributeOp>& ops);
+
+}  // namespace remold

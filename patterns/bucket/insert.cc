@@ -1,0 +1,436 @@
+// insert on a bucketed namespace -> one upsert per bucket on the bucket
+// collection, coalescing the batch (see bucket.h).
+//
+// Ordered inserts coalesce only runs of consecutive documents that share a
+// bucket, so the measurements stored are always a prefix of the client's
+// batch, as ordered semantics promise; unordered inserts coalesce the whole
+// batch.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "patterns/bucket/rewrite.h"
+#include "patterns/bucket/pushdown.h"
+
+namespace remold {
+namespace {
+
+
+// One client document, viewed in place in the command (never copied here).
+struct Measurement {
+  size_t index;  // in the client's batch
+  std::span<const uint8_t> bytes;
+};
+
+// A document's bytes as a bson_t for reading, on the caller's stack.
+class Reading {
+ public:
+  explicit Reading(std::span<const uint8_t> bytes) {
+    bson_init_static(&bson_, bytes.data(), bytes.size());
+  }
+  Reading(const Reading&) = delete;
+  Reading& operator=(const Reading&) = delete;
+  const bson_t* get() const { return &bson_; }
+
+ private:
+  bson_t bson_;
+};
+
+struct Statement {
+  std::string key;  // meta values + bucket start, for grouping
+  Doc meta;         // the meta fields present, {field: value}
+  std::vector<std::string> missing_meta;
+  int64_t start_ms = 0;
+  std::vector<Measurement> measurements;
+};
+
+struct WriteError {
+  size_t index;
+  int code;
+  std::string message;
+};
+
+bool IsMeta(const BucketRule& rule, std::string_view key) {
+  return std::find(rule.meta_fields.begin(), rule.meta_fields.end(), key) != rule.meta_fields.end();
+}
+
+// Checks one client document; fills the statement key on success.
+std::optional<std::string> Classify(const BucketRule& rule, const Reading& doc, Statement& out) {
+  auto time = Find(doc.get(), rule.time_field);
+  if (!time)
+    return "document has no '" + rule.time_field + "' field; the bucket rule for " +
+           rule.logical.full() + " needs a date there";
+  if (!BSON_ITER_HOLDS_DATE_TIME(&*time))
+    return "field '" + rule.time_field + "' must be a date for the bucket rule of " +
+           rule.logical.full();
+  for (const auto& summary : rule.summaries) {
+    auto value = Find(doc.get(), summary.field);
+    if (value && (BSON_ITER_HOLDS_ARRAY(&*value) || BSON_ITER_HOLDS_DECIMAL128(&*value)))
+      return "summarised field '" + summary.field + "' must hold a single int, long or double "
+             "(arrays and decimals are not summarised)";
+  }
+  out.start_ms = BucketStart(rule, bson_iter_date_time(&*time));
+  out.key.clear();
+  for (const auto& field : rule.meta_fields) {
+    auto value = Find(doc.get(), field);
+    // Missing and null group together, as a MongoDB index keys them alike:
+    // the bucket stores null, and its readings come back with null.
+    if (!value || BSON_ITER_HOLDS_NULL(&*value)) {
+      out.missing_meta.push_back(field);
+      out.key += "\x01" + field;
+      continue;
+    }
+    if (BSON_ITER_HOLDS_ARRAY(&*value))
+      return "meta field '" + field + "' must not be an array";
+    AppendValue(out.meta.mut(), field, *value);
+  }
+  // The meta document's bytes identify the group exactly (type included).
+  auto bytes = out.meta.bytes();
+  out.key.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  out.key.append(reinterpret_cast<const char*>(&out.start_ms), sizeof out.start_ms);
+  return std::nullopt;
+}
+
+// Appends the measurement of `doc` (its fields but the meta fields, or the
+// rule's `fields`) to `out` under `key`.
+void AppendMeasurement(const BucketRule& rule, const Reading& doc, bson_t* out, const char* key,
+                       int key_length) {
+  bson_t m;
+  bson_append_document_begin(out, key, key_length, &m);
+  bson_iter_t it;
+  bson_iter_init(&it, doc.get());
+  while (bson_iter_next(&it)) {
+    std::string_view field = bson_iter_key(&it);
+    bool keep = rule.measurement_fields.empty()
+                    ? !IsMeta(rule, field)
+                    : std::find(rule.measurement_fields.begin(), rule.measurement_fields.end(),
+                                field) != rule.measurement_fields.end();
+    if (keep) AppendValue(&m, field, it);
+  }
+  bson_append_document_end(out, &m);
+}
+
+// Sum of numbers: int64 while every addend is an integer and the sum fits,
+// double otherwise. Min and max compare exactly (integers as integers, mixed
+// through long double, which holds every int64) and leave NaN out: a query
+// range never matches NaN, and $min would keep a NaN (the smallest BSON
+// number) for good.
+struct Accumulator {
+  bool integral = true;
+  bool any_sum = false;
+  int64_t int_sum = 0;
+  long double float_sum = 0;
+  std::optional<bson_iter_t> min, max;
+
+  static bool IsInteger(const bson_iter_t& v) {
+    return BSON_ITER_HOLDS_INT32(&v) || BSON_ITER_HOLDS_INT64(&v);
+  }
+  static long double AsLongDouble(const bson_iter_t& v) {
+    return IsInteger(v) ? static_cast<long double>(bson_iter_as_int64(&v)) : bson_iter_double(&v);
+  }
+  static bool Less(const bson_iter_t& a, const bson_iter_t& b) {
+    if (IsInteger(a) && IsInteger(b)) return bson_iter_as_int64(&a) < bson_iter_as_int64(&b);
+    return AsLongDouble(a) < AsLongDouble(b);
+  }
+
+  void Add(const bson_iter_t& v) {
+    if (IsInteger(v)) {
+      int64_t i = bson_iter_as_int64(&v);
+      if (integral && __builtin_add_overflow(int_sum, i, &int_sum)) integral = false;
+    } else if (BSON_ITER_HOLDS_DOUBLE(&v)) {
+      integral = false;
+    } else {
+      return;  // summaries cover numbers only
+    }
+    float_sum += AsLongDouble(v);
+    any_sum = true;
+    if (BSON_ITER_HOLDS_DOUBLE(&v) && std::isnan(bson_iter_double(&v))) return;
+    if (!min || Less(v, *min)) min = v;
+    if (!max || Less(*max, v)) max = v;
+  }
+};
+
+Doc BuildUpdate(const BucketRule& rule, const Statement& st) {
+  Doc update;
+  bson_t* u = update.mut();
+  // $push: {m: {$each: [...]}}
+  {
+    bson_t push, field, each;
+    BSON_APPEND_DOCUMENT_BEGIN(u, "$push", &push);
+    bson_append_document_begin(&push, rule.measurements_field.c_str(), -1, &field);
+    BSON_APPEND_ARRAY_BEGIN(&field, "$each", &each);
+    char buf[16];
+    for (size_t i = 0; i < st.measurements.size(); ++i) {
+      const char* k;
+      size_t len = bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+      Reading doc(st.measurements[i].bytes);
+      AppendMeasurement(rule, doc, &each, k, static_cast<int>(len));
+    }
+    bson_append_array_end(&field, &each);
+    bson_append_document_end(&push, &field);
+    bson_append_document_end(u, &push);
+  }
+  std::vector<Accumulator> acc(rule.summaries.size());
+  for (const auto& m : st.measurements) {
+    for (size_t s = 0; s < rule.summaries.size(); ++s) {
+      Reading doc(m.bytes);
+      auto v = Find(doc.get(), rule.summaries[s].field);
+      if (v) acc[s].Add(*v);
+    }
+  }
+  // $inc: {count: k, "sum.f": ...}
+  {
+    bson_t inc;
+    BSON_APPEND_DOCUMENT_BEGIN(u, "$inc", &inc);
+    BSON_APPEND_INT32(&inc, BucketRule::kCountField, static_cast<int32_t>(st.measurements.size()));
+    for (size_t s = 0; s < rule.summaries.size(); ++s) {
+      if (!rule.summaries[s].sum || !acc[s].any_sum) continue;
+      std::string path = std::string(BucketRule::kSumField) + "." + rule.summaries[s].field;
+      if (acc[s].integral) BSON_APPEND_INT64(&inc, path.c_str(), acc[s].int_sum);
+      else BSON_APPEND_DOUBLE(&inc, path.c_str(), static_cast<double>(acc[s].float_sum));
+    }
+    bson_append_document_end(u, &inc);
+  }
+  auto append_extreme = [&](const char* op, const char* prefix, bool want_min) {
+    bson_t doc;
+    bool opened = false;
+    for (size_t s = 0; s < rule.summaries.size(); ++s) {
+      bool wanted = want_min ? rule.summaries[s].min : rule.summaries[s].max;
+      const auto& value = want_min ? acc[s].min : acc[s].max;
+      if (!wanted || !value) continue;
+      if (!opened) {
+        bson_append_document_begin(u, op, -1, &doc);
+        opened = true;
+      }
+      std::string path = std::string(prefix) + "." + rule.summaries[s].field;
+      AppendValue(&doc, path, *value);
+    }
+    if (opened) bson_append_document_end(u, &doc);
+  };
+  append_extreme("$min", BucketRule::kMinField, true);
+  append_extreme("$max", BucketRule::kMaxField, false);
+  // $setOnInsert: {meta..., start}
+  {
+    bson_t soi;
+    BSON_APPEND_DOCUMENT_BEGIN(u, "$setOnInsert", &soi);
+    bson_iter_t it;
+    bson_iter_init(&it, st.meta.get());
+    while (bson_iter_next(&it)) AppendValue(&soi, bson_iter_key(&it), it);
+    for (const auto& missing : st.missing_meta) BSON_APPEND_NULL(&soi, missing.c_str());
+    bson_append_date_time(&soi, rule.bucket_time_field.c_str(), -1, st.start_ms);
+    bson_append_document_end(u, &soi);
+  }
+  return update;
+}
+
+Doc BuildStatement(const BucketRule& rule, const Statement& st) {
+  Doc q;
+  bson_iter_t it;
+  bson_iter_init(&it, st.meta.get());
+  while (bson_iter_next(&it)) AppendValue(q.mut(), bson_iter_key(&it), it);
+  for (const auto& missing : st.missing_meta) BSON_APPEND_NULL(q.mut(), missing.c_str());
+  bson_append_date_time(q.mut(), rule.bucket_time_field.c_str(), -1, st.start_ms);
+  if (rule.max_count) {
+    bson_t lte;
+    BSON_APPEND_DOCUMENT_BEGIN(q.mut(), BucketRule::kCountField, &lte);
+    BSON_APPEND_INT32(&lte, "$lte",
+                      *rule.max_count - static_cast<int32_t>(st.measurements.size()));
+    bson_append_document_end(q.mut(), &lte);
+  }
+
+  Doc statement;
+  BSON_APPEND_DOCUMENT(statement.mut(), "q", q.get());
+  Doc u = BuildUpdate(rule, st);
+  BSON_APPEND_DOCUMENT(statement.mut(), "u", u.get());
+  BSON_APPEND_BOOL(statement.mut(), "upsert", true);
+  return statement;
+}
+
+// Groups the accepted documents into statements, in order of first use.
+std::vector<Statement> Coalesce(const BucketRule& rule,
+                                const std::vector<std::span<const uint8_t>>& docs,
+                                const std::vector<std::optional<Statement>>& classified,
+                                size_t accepted_end, bool ordered) {
+  std::vector<Statement> statements;
+  std::map<std::string, size_t> open;  // key -> statement accepting more
+  const size_t max = rule.max_count ? static_cast<size_t>(*rule.max_count) : SIZE_MAX;
+  for (size_t i = 0; i < accepted_end; ++i) {
+    if (!classified[i]) continue;
+    const Statement& c = *classified[i];
+    size_t target = SIZE_MAX;
+    if (ordered) {
+      if (!statements.empty() && statements.back().key == c.key &&
+          statements.back().measurements.size() < max)
+        target = statements.size() - 1;
+    } else {
+      auto it = open.find(c.key);
+      if (it != open.end() && statements[it->second].measurements.size() < max) target = it->second;
+    }
+    if (target == SIZE_MAX) {
+      statements.push_back(c);
+      statements.back().measurements.clear();
+      target = statements.size() - 1;
+      open[c.key] = target;
+    }
+    statements[target].measurements.push_back({i, docs[i]});
+  }
+  return statements;
+}
+
+struct InsertShape {
+  bool ordered;
+  size_t batch_size;
+  std::vector<WriteError> rejected;                   // before anything ran
+  std::vector<std::vector<std::vector<size_t>>> indexes;  // [command][statement] -> client indexes
+};
+
+// Client indexes whose measurements were not stored, with the backend error.
+ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) {
+  std::vector<WriteError> errors = shape.rejected;
+  size_t stored = 0;
+  Doc last_write_concern_error;
+  bool have_wce = false;
+  for (size_t c = 0; c < shape.indexes.size(); ++c) {
+    const auto& statements = shape.indexes[c];
+    if (c >= replies.size()) break;  // not run: an earlier ordered command failed
+    std::map<size_t, std::pair<int, std::string>> failed;  // statement -> error
+    size_t first_failure = statements.size();
+    if (auto we = Find(replies[c].get(), "writeErrors"); we && BSON_ITER_HOLDS_ARRAY(&*we)) {
+      for (const Doc& e : ArrayDocuments(*we)) {
+        auto index = FindInteger(e.get(), "index");
+        if (!index || *index < 0 || static_cast<size_t>(*index) >= statements.size()) continue;
+        failed[static_cast<size_t>(*index)] = {
+            static_cast<int>(FindInteger(e.get(), "code").value_or(8)),
+            FindString(e.get(), "errmsg").value_or("bucket write failed")};
+        first_failure = std::min(first_failure, static_cast<size_t>(*index));
+      }
+    }
+    if (auto wce = FindDocument(replies[c].get(), "writeConcernError")) {
+      last_write_concern_error = *wce;
+      have_wce = true;
+    }
+    for (size_t s = 0; s < statements.size(); ++s) {
+      auto f = failed.find(s);
+      if (f != failed.end()) {
+        for (size_t index : statements[s])
+          errors.push_back({index, f->second.first, f->second.second});
+      } else if (!shape.ordered || s < first_failure) {
+        stored += statements[s].size();
+      }
+    }
+  }
+  std::sort(errors.begin(), errors.end(), [](auto& a, auto& b) { return a.index < b.index; });
+  if (shape.ordered && errors.size() > 1) errors.resize(1);
+
+  ShapedReply out;
+  bson_t* r = out.reply.mut();
+  BSON_APPEND_INT32(r, "n", static_cast<int32_t>(stored));
+  if (!errors.empty()) {
+    bson_t array;
+    BSON_APPEND_ARRAY_BEGIN(r, "writeErrors", &array);
+    for (size_t i = 0; i < errors.size(); ++i) {
+      bson_t e;
+      std::string key = std::to_string(i);
+      bson_append_document_begin(&array, key.c_str(), -1, &e);
+      BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(errors[i].index));
+      BSON_APPEND_INT32(&e, "code", errors[i].code);
+      AppendString(&e, "errmsg", errors[i].message);
+      bson_append_document_end(&array, &e);
+    }
+    bson_append_array_end(r, &array);
+  }
+  if (have_wce) BSON_APPEND_DOCUMENT(r, "writeConcernError", last_write_concern_error.get());
+  if (!replies.empty()) {
+    for (const char* key : {"$clusterTime", "operationTime"}) {
+      if (auto v = Find(replies.back().get(), key)) AppendValue(r, key, *v);
+    }
+  }
+  BSON_APPEND_DOUBLE(r, "ok", 1.0);
+  return out;
+}
+
+}  // namespace
+
+Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const Capabilities& caps) {
+  Plan plan;
+  auto documents_iter = Find(command.body.get(), "documents");
+  if (!documents_iter || !BSON_ITER_HOLDS_ARRAY(&*documents_iter))
+    return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
+  std::vector<std::span<const uint8_t>> docs = ArrayDocumentViews(*documents_iter);
+  if (docs.empty())
+    return ImmediateReply(ErrorReply(error_codes::kInvalidLength,
+                                     "Write batch sizes must be between 1 and 100000. Got 0 operations."));
+  const bool ordered = FindBool(command.body.get(), "ordered").value_or(true);
+
+  InsertShape shape;
+  shape.ordered = ordered;
+  shape.batch_size = docs.size();
+  std::vector<std::optional<Statement>> classified(docs.size());
+  size_t accepted_end = docs.size();
+  for (size_t i = 0; i < docs.size(); ++i) {
+    Statement st;
+    Reading doc(docs[i]);
+    if (auto error = Classify(rule, doc, st)) {
+      shape.rejected.push_back({i, error_codes::kBadValue.value, *error});
+      if (ordered) {
+        accepted_end = i;
+        break;
+      }
+      continue;
+    }
+    classified[i] = std::move(st);
+  }
+  std::vector<Statement> statements = Coalesce(rule, docs, classified, accepted_end, ordered);
+
+  // Split into backend commands within the batch count and message size.
+  const size_t max_statements = static_cast<size_t>(std::max(1, caps.max_write_batch_size));
+  const size_t max_bytes = static_cast<size_t>(caps.max_message_size_bytes) - 64 * 1024;
+  std::vector<std::vector<Doc>> batches(statements.empty() ? 0 : 1);
+  size_t batch_bytes = 0;
+  for (const Statement& st : statements) {
+    Doc statement = BuildStatement(rule, st);
+    if (statement.bytes().size() > static_cast<size_t>(caps.max_bson_object_size))
+      return ImmediateReply(ErrorReply(
+          error_codes::kBSONObjectTooLarge,
+          "bucket rule for " + rule.logical.full() + ": the measurements for one bucket in this "
+          "batch exceed the maximum document size; send smaller batches or set max_count"));
+    if (batches.back().size() == max_statements ||
+        batch_bytes + statement.bytes().size() > max_bytes) {
+      batches.emplace_back();
+      batch_bytes = 0;
+      shape.indexes.emplace_back();
+    }
+    if (shape.indexes.empty()) shape.indexes.emplace_back();
+    std::vector<size_t> indexes;
+    for (const auto& m : st.measurements) indexes.push_back(m.index);
+    shape.indexes.back().push_back(std::move(indexes));
+    batch_bytes += statement.bytes().size();
+    batches.back().push_back(std::move(statement));
+  }
+  if (batches.size() > 1 && Find(command.body.get(), "txnNumber"))
+    return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
+        "bucket rule for " + rule.logical.full() + ": this insert needs " +
+            std::to_string(batches.size()) + " backend batches, but a retryable write must be "
+            "one command; send fewer documents per insert"));
+
+  plan.ensure.push_back(EnsureBucketIndex(rule));
+  for (auto& batch : batches) {
+    BackendCommand backend;
+    bson_t* body = backend.body.mut();
+    AppendString(body, "update", rule.buckets.collection);
+    BSON_APPEND_BOOL(body, "ordered", ordered);
+    SealCommand(command, ArgumentTarget::kWrite, rule.buckets.db, body);
+    backend.sequence_id = "updates";
+    backend.sequence = std::move(batch);
+    plan.commands.push_back(std::move(backend));
+  }
+  plan.stop_on_write_errors = ordered;
+  plan.shape = [shape = std::move(shape)](std::span<const Doc> replies) {
+    return ShapeInsert(shape, replies);
+  };
+  return plan;
+}
+
+}  // namespace remold

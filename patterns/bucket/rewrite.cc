@@ -1,0 +1,78 @@
+#include "patterns/bucket/rewrite.h"
+
+#include <string>
+
+namespace remold {
+namespace {
+
+Doc IndexKey(const BucketRule& rule) {
+  Doc key;
+  for (const auto& meta : rule.meta_fields) BSON_APPEND_INT32(key.mut(), meta.c_str(), 1);
+  BSON_APPEND_INT32(key.mut(), rule.bucket_time_field.c_str(), 1);
+  return key;
+}
+
+}  // namespace
+
+BackendCommand EnsureBucketIndex(const BucketRule& rule) {
+  // Unique when a bucket is identified by meta + start alone; with a
+  // max_count, several buckets may share a start.
+  Doc index;
+  AppendDoc(index.mut(), "key", IndexKey(rule));
+  std::string name = "remold_bucket";
+  for (const auto& meta : rule.meta_fields) name += "_" + meta;
+  name += "_" + rule.bucket_time_field;
+  if (rule.max_count) name += "_multi";  // not unique: a name of its own
+  AppendString(index.mut(), "name", name);
+  if (!rule.max_count) BSON_APPEND_BOOL(index.mut(), "unique", true);
+
+  BackendCommand command;
+  AppendString(command.body.mut(), "createIndexes", rule.buckets.collection);
+  AppendArray(command.body.mut(), "indexes", {index});
+  AppendString(command.body.mut(), "$db", rule.buckets.db);
+  return command;
+}
+
+std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+                                   const BucketRule& bucket, const Capabilities& caps) {
+  const std::string& name = command.name;
+  if (name == "insert") return RewriteBucketInsert(command, bucket, caps);
+  if (name == "find") return RewriteBucketFind(command, bucket);
+  if (name == "aggregate") return RewriteBucketAggregate(command, bucket);
+  if (name == "count") return RewriteBucketCount(command, bucket);
+  if (name == "distinct") return RewriteBucketDistinct(command, bucket);
+  if (name == "getMore") return RewriteBucketGetMore(command, bucket);
+  if (name == "killCursors") return RewriteBucketKillCursors(command, bucket);
+  if (name == "delete") return RewriteBucketDelete(command, bucket);
+  if (name == "update" || name == "findAndModify" || name == "findandmodify")
+    return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
+        "bucket rule '" + rule.name + "' for " + bucket.logical.full() +
+            ": " + name + " of individual readings is not supported (they are stored inside buckets in " +
+            bucket.buckets.full() + "); delete whole buckets and insert again, or update the "
+            "bucket documents directly"));
+  if (name == "drop") {
+    Plan plan;
+    BackendCommand drop;
+    AppendString(drop.body.mut(), "drop", bucket.buckets.collection);
+    SealCommand(command, ArgumentTarget::kWrite, bucket.buckets.db, drop.body.mut());
+    plan.commands.push_back(std::move(drop));
+    plan.shape = [logical = bucket.logical.full()](std::span<const Doc> replies) {
+      ShapedReply out;
+      bson_iter_t it;
+      bson_iter_init(&it, replies.front().get());
+      while (bson_iter_next(&it)) {
+        std::string_view key = bson_iter_key(&it);
+        if (key == "ns") AppendString(out.reply.mut(), "ns", logical);
+        else AppendValue(out.reply.mut(), key, it);
+      }
+      return out;
+    };
+    return plan;
+  }
+  return ImmediateReply(ErrorReply(error_codes::kCommandNotSupported,
+      "bucket rule '" + rule.name + "' for " + bucket.logical.full() + ": command '" + name +
+          "' is not supported on a bucketed collection (supported: insert, find, getMore, "
+          "killCursors, aggregate, count, distinct, delete of whole buckets, drop)"));
+}
+
+}  // namespace remold

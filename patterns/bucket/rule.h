@@ -1,0 +1,64 @@
+// The bucket pattern's rule: readings inserted one per document are stored
+// grouped per meta values and time span, with summaries (see
+// patterns/pattern.h for what every pattern's rule provides).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/namespace.h"
+#include "rules/written_namespace.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace remold {
+
+class FileContext;
+
+// Summaries the bucket keeps for one measurement field.
+struct BucketSummary {
+  std::string field;
+  bool sum = false;
+  bool min = false;
+  bool max = false;
+};
+
+// Bucket pattern: single measurements are stored grouped in bucket
+// documents, one per meta-field values and time span:
+//   {<meta...>, <bucket_time>: Date, <measurements>: [{...}, ...],
+//    count: N, sum: {f: ...}, min: {f: ...}, max: {f: ...}}
+struct BucketRule {
+  Namespace logical;
+  Namespace buckets;
+  std::vector<std::string> meta_fields;
+  std::string time_field;
+  int64_t span_ms = 3'600'000;
+  std::string bucket_time_field = "start";
+  std::string measurements_field = "m";
+  // Fields copied into each measurement; empty: all but the meta fields.
+  std::vector<std::string> measurement_fields;
+  std::vector<BucketSummary> summaries;
+  std::optional<int32_t> max_count;
+
+  static constexpr std::string_view kName = "bucket";
+  // Parses the rule file's `bucket:` section (a mapping).
+  static BucketRule Parse(const FileContext& ctx, const YAML::Node& section,
+                          const Namespace& logical);
+  // The bucket collection.
+  std::vector<WrittenNamespace> Writes() const;
+  // "db.coll -> db.buckets", for `remold check`.
+  std::string Describe() const;
+
+  // Field names of the maintained summaries in a bucket document.
+  static constexpr const char* kCountField = "count";
+  static constexpr const char* kSumField = "sum";
+  static constexpr const char* kMinField = "min";
+  static constexpr const char* kMaxField = "max";
+};
+
+}  // namespace remold

@@ -1,0 +1,491 @@
+#include "patterns/computed/maintenance.h"
+
+#include <cmath>
+
+#include "rewrite/bson_compare.h"
+#include "patterns/computed/expression.h"
+#include "rewrite/cursor_reply.h"
+
+namespace remold {
+namespace {
+
+// Rounds of read-the-extreme, compare-and-set before remold gives up on a
+// target and leaves it to reconciliation (only a storm of writes to the
+// same target's extreme can need more than one or two).
+constexpr int kMaxRecomputeRounds = 8;
+// A read that fails (a backend's transient error) is asked again this many
+// times before its target is left to reconciliation: the read and the
+// compare-and-set after it are safe to repeat.
+constexpr int kReadAttempts = 3;
+
+using Op = MaintainedField::Op;
+
+bool IsNull(const std::optional<bson_iter_t>& value) {
+  return !value || BSON_ITER_HOLDS_NULL(&*value) || BSON_ITER_HOLDS_UNDEFINED(&*value);
+}
+
+Doc Boxed(const bson_iter_t& value) {
+  Doc box;
+  AppendValue(box.mut(), "v", value);
+  return box;
+}
+
+bson_iter_t Unboxed(const Doc& box) {
+  bson_iter_t it;
+  bson_iter_init_find(&it, box.get(), "v");
+  return it;
+}
+
+bool SameValue(const std::optional<bson_iter_t>& a, const std::optional<bson_iter_t>& b) {
+  if (IsNull(a) || IsNull(b)) return IsNull(a) && IsNull(b);
+  return bson_iter_type(&*a) == bson_iter_type(&*b) && CompareBsonValues(*a, *b) == 0;
+}
+
+bool SameBox(const std::optional<Doc>& a, const std::optional<Doc>& b) {
+  if (!a || !b) return !a && !b;
+  return *a == *b;
+}
+
+// {field: {$eq: v}}, or {field: null} for an absent value.
+void AppendGuard(bson_t* q, const std::string& field, const std::optional<Doc>& value) {
+  if (!value) {
+    BSON_APPEND_NULL(q, field.c_str());
+    return;
+  }
+  Doc eq;
+  AppendValue(eq.mut(), "$eq", Unboxed(*value));
+  AppendDoc(q, field, eq);
+}
+
+Doc Statement(const Doc& q, const Doc& u, bool multi, bool upsert) {
+  Doc statement;
+  AppendDoc(statement.mut(), "q", q);
+  AppendDoc(statement.mut(), "u", u);
+  BSON_APPEND_BOOL(statement.mut(), "multi", multi);
+  if (upsert) BSON_APPEND_BOOL(statement.mut(), "upsert", true);
+  return statement;
+}
+
+std::string Describe(const Doc& box) {
+  std::string json = box.ToRelaxedJson();  // { "v" : <value> }
+  return json.size() > 10 ? json.substr(8, json.size() - 10) : json;
+}
+
+}  // namespace
+
+void AggregateMaintenance::NumberDelta::Add(const bson_iter_t& value, int sign) {
+  if (!BSON_ITER_HOLDS_NUMBER(&value) || BSON_ITER_HOLDS_DECIMAL128(&value)) return;
+  touched = true;
+  if (BSON_ITER_HOLDS_DOUBLE(&value)) {
+    if (!is_real) real = static_cast<double>(integer);
+    is_real = true;
+    real += sign * bson_iter_double(&value);
+    return;
+  }
+  const int64_t v = bson_iter_as_int64(&value);
+  if (is_real) {
+    real += sign * static_cast<double>(v);
+  } else if (__builtin_add_overflow(integer, sign * v, &integer)) {
+    is_real = true;
+    real = static_cast<double>(integer) + sign * static_cast<double>(v);
+  }
+}
+
+AggregateMaintenance::AggregateMaintenance(const ComputedAggregate& aggregate,
+                                           const Namespace& source, const Command& client,
+                                           std::vector<std::string>* warnings,
+                                           std::function<void(const Doc& error)> abort)
+    : aggregate_(aggregate),
+      source_(source),
+      client_(client),
+      warnings_(warnings),
+      abort_(std::move(abort)) {}
+
+size_t AggregateMaintenance::TargetFor(const bson_iter_t& link) {
+  Doc box = Boxed(link);
+  auto bytes = box.bytes();
+  std::string key(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  auto [it, fresh] = by_link_.emplace(key, targets_.size());
+  if (fresh) {
+    const size_t n = aggregate_.fields.size();
+    Target target;
+    target.link = std::move(box);
+    target.sums.resize(n);
+    target.best.resize(n);
+    target.lost.resize(n);
+    target.latest_by.resize(n);
+    target.latest_of.resize(n);
+    targets_.push_back(std::move(target));
+  }
+  return it->second;
+}
+
+void AggregateMaintenance::Add(Target& target, size_t i, const bson_t* doc) {
+  const MaintainedField& field = aggregate_.fields[i];
+  std::optional<bson_iter_t> of = field.of.empty() ? std::nullopt : Find(doc, field.of);
+  switch (field.op) {
+    case Op::kCount:
+      break;
+    case Op::kSum:
+      if (of) target.sums[i].Add(*of, +1);
+      break;
+    case Op::kMin:
+    case Op::kMax:
+      if (IsNull(of)) break;
+      if (!target.best[i] || (CompareBsonValues(*of, Unboxed(*target.best[i])) > 0) == (field.op == Op::kMax))
+        target.best[i] = Boxed(*of);
+      break;
+    case Op::kLatest: {
+      std::optional<bson_iter_t> by = Find(doc, field.by);
+      if (IsNull(by)) break;
+      if (target.latest_by[i] && CompareBsonValues(*by, Unboxed(*target.latest_by[i])) < 0) break;
+      target.latest_by[i] = Boxed(*by);
+      target.latest_of[i] = of ? std::optional<Doc>(Boxed(*of)) : std::nullopt;
+      break;
+    }
+  }
+}
+
+void AggregateMaintenance::Remove(Target& target, size_t i, const bson_t* doc) {
+  const MaintainedField& field = aggregate_.fields[i];
+  std::optional<bson_iter_t> of = field.of.empty() ? std::nullopt : Find(doc, field.of);
+  switch (field.op) {
+    case Op::kSum:
+      if (of) target.sums[i].Add(*of, -1);
+      break;
+    case Op::kMin:
+    case Op::kMax:
+      if (IsNull(of)) break;
+      if (!target.lost[i] || (CompareBsonValues(*of, Unboxed(*target.lost[i])) > 0) == (field.op == Op::kMax))
+        target.lost[i] = Boxed(*of);
+      break;
+    case Op::kCount:
+    case Op::kLatest:  // follows its `by` field's max
+      break;
+  }
+}
+
+void AggregateMaintenance::Record(const bson_t* before, const bson_t* after) {
+  std::optional<bson_iter_t> link_before = before ? Find(before, aggregate_.link_from) : std::nullopt;
+  std::optional<bson_iter_t> link_after = after ? Find(after, aggregate_.link_from) : std::nullopt;
+  // A null, missing or array link counts nowhere (as reconciliation's
+  // $group on the link sees it: no target holds an array key).
+  auto no_link = [](const std::optional<bson_iter_t>& link) {
+    return IsNull(link) || BSON_ITER_HOLDS_ARRAY(&*link);
+  };
+  if (no_link(link_before)) link_before.reset();
+  if (no_link(link_after)) link_after.reset();
+  const bool same_link = link_before && link_after && SameValue(link_before, link_after);
+  std::optional<size_t> from_index, to_index;
+  if (link_before) from_index = TargetFor(*link_before);
+  if (link_after) to_index = TargetFor(*link_after);
+  Target* from = from_index ? &targets_[*from_index] : nullptr;
+  Target* to = to_index ? &targets_[*to_index] : nullptr;
+  if (!same_link) {
+    if (from) from->count -= 1;
+    if (to) to->count += 1;
+  }
+  for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+    const MaintainedField& field = aggregate_.fields[i];
+    if (same_link) {
+      bool unchanged = field.op == Op::kCount ||
+                       SameValue(Find(before, field.of), Find(after, field.of));
+      if (field.op == Op::kLatest) unchanged = unchanged && SameValue(Find(before, field.by), Find(after, field.by));
+      if (unchanged) continue;
+    }
+    if (from) Remove(*from, i, before);
+    if (to) Add(*to, i, after);
+  }
+  if (to && !same_link) to->adds = true;  // a target gaining a source may be created
+}
+
+Doc AggregateMaintenance::LinkFilter(const Target& target) const {
+  Doc q;
+  AppendValue(q.mut(), aggregate_.link_to, Unboxed(target.link));
+  return q;
+}
+
+Doc AggregateMaintenance::MainUpdate(const Target& target) const {
+  Doc inc, max, min;
+  for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+    const MaintainedField& field = aggregate_.fields[i];
+    const char* name = field.field.c_str();
+    if (field.op == Op::kCount && target.count != 0) {
+      if (target.count >= INT32_MIN && target.count <= INT32_MAX)
+        BSON_APPEND_INT32(inc.mut(), name, static_cast<int32_t>(target.count));
+      else
+        BSON_APPEND_INT64(inc.mut(), name, target.count);
+    } else if (field.op == Op::kSum && target.sums[i].touched) {
+      const NumberDelta& d = target.sums[i];
+      if (d.is_real) BSON_APPEND_DOUBLE(inc.mut(), name, d.real);
+      else if (d.integer >= INT32_MIN && d.integer <= INT32_MAX)
+        BSON_APPEND_INT32(inc.mut(), name, static_cast<int32_t>(d.integer));
+      else BSON_APPEND_INT64(inc.mut(), name, d.integer);
+    } else if ((field.op == Op::kMax || field.op == Op::kMin) && target.best[i]) {
+      AppendValue((field.op == Op::kMax ? max : min).mut(), field.field, Unboxed(*target.best[i]));
+    }
+  }
+  Doc u;
+  if (!inc.empty()) AppendDoc(u.mut(), "$inc", inc);
+  if (!max.empty()) AppendDoc(u.mut(), "$max", max);
+  if (!min.empty()) AppendDoc(u.mut(), "$min", min);
+  return u;
+}
+
+BackendCommand AggregateMaintenance::UpdateCommand(const std::vector<Doc>& statements) const {
+  BackendCommand command;
+  bson_t* body = command.body.mut();
+  AppendString(body, "update", aggregate_.target.collection);
+  BSON_APPEND_BOOL(body, "ordered", false);
+  SealCommand(client_, ArgumentTarget::kPreparatoryWrite, aggregate_.target.db, body);
+  command.sequence_id = "updates";
+  command.sequence = statements;
+  command.may_fail = true;
+  return command;
+}
+
+void AggregateMaintenance::WarnOnFailure(const Doc& reply, const std::string& what) {
+  std::string failure;
+  int code = 8;  // UnknownError
+  auto ok = Find(reply.get(), "ok");
+  if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+    failure = FindString(reply.get(), "errmsg").value_or("no errmsg");
+  } else if (auto errors = Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
+    for (const Doc& error : ArrayDocuments(*errors)) {
+      if (failure.empty()) code = static_cast<int>(FindInteger(error.get(), "code").value_or(8));
+      failure += (failure.empty() ? "" : "; ") + FindString(error.get(), "errmsg").value_or("no errmsg");
+    }
+  }
+  if (failure.empty()) return;
+  if (InTransaction(client_)) {
+    // The backend aborted the client's transaction: it gets the error.
+    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+      abort_(reply);
+    } else {
+      abort_(ErrorReply(code, "",
+                        "remold: " + what + " " + aggregate_.target.full() + " failed: " + failure));
+    }
+    return;
+  }
+  warnings_->push_back(what + " " + aggregate_.target.full() + " failed: " + failure +
+                       "; run `remold reconcile` to repair it");
+}
+
+void AggregateMaintenance::Schedule(CommandQueue& queue) {
+  const bool multi = aggregate_.link_to != "_id";
+  queue.AddPhase([this, &queue, multi] {
+    std::vector<Doc> statements;
+    for (const Target& target : targets_) {
+      Doc u = MainUpdate(target);
+      if (!u.empty())
+        statements.push_back(Statement(LinkFilter(target), u, multi, aggregate_.create_target && target.adds));
+    }
+    if (statements.empty()) return;
+    queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "maintaining"); });
+  });
+  queue.AddPhase([this, &queue, multi] {
+    std::vector<Doc> statements;
+    for (const Target& target : targets_) {
+      for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+        const MaintainedField& field = aggregate_.fields[i];
+        if (field.op != Op::kLatest || !target.latest_by[i]) continue;
+        Doc q = LinkFilter(target), set, u;
+        AppendGuard(q.mut(), field.by_field, target.latest_by[i]);
+        if (target.latest_of[i]) {
+          AppendValue(set.mut(), field.field, Unboxed(*target.latest_of[i]));
+          AppendDoc(u.mut(), "$set", set);
+        } else {
+          AppendString(set.mut(), field.field, "");
+          AppendDoc(u.mut(), "$unset", set);
+        }
+        statements.push_back(Statement(q, u, multi, false));
+      }
+    }
+    if (statements.empty()) return;
+    queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "setting the latest value"); });
+  });
+  queue.AddPhase([this, &queue] {
+    for (size_t t = 0; t < targets_.size(); ++t) {
+      const Target& target = targets_[t];
+      for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+        const MaintainedField& field = aggregate_.fields[i];
+        if (!target.lost[i]) continue;
+        if (target.best[i]) {
+          int c = CompareBsonValues(Unboxed(*target.best[i]), Unboxed(*target.lost[i]));
+          if (field.op == Op::kMax ? c >= 0 : c <= 0) continue;  // the new value covers it
+        }
+        ScheduleRecompute(queue, t, i, *target.lost[i], 1, 1);
+      }
+    }
+  });
+  if (!aggregate_.derived.empty()) queue.AddPhase([this, &queue] { ScheduleDerived(queue, 1); });
+}
+
+// Reads the extreme of field `i` for target `t` from the source, then sets
+// it where the target still holds `expected`; repeats while what it set is
+// no longer the extreme.
+void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size_t i, Doc expected,
+                                             int round, int attempt) {
+  const MaintainedField& field = aggregate_.fields[i];
+  const Target& target = targets_[t];
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "aggregate", source_.collection);
+  // {link: L, "link.0": {$exists: false}, of: {$ne: null}}: the sources
+  // Record counts for L (an array holding L is not one; "link.0" exists
+  // only in a non-empty array).
+  Doc match, no_element, not_null, sort, project, limit;
+  AppendValue(match.mut(), aggregate_.link_from, Unboxed(target.link));
+  BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
+  AppendDoc(match.mut(), aggregate_.link_from + ".0", no_element);
+  BSON_APPEND_NULL(not_null.mut(), "$ne");
+  AppendDoc(match.mut(), field.of, not_null);
+  BSON_APPEND_INT32(sort.mut(), field.of.c_str(), field.op == Op::kMax ? -1 : 1);
+  BSON_APPEND_INT32(project.mut(), "_id", 0);
+  BSON_APPEND_INT32(project.mut(), field.of.c_str(), 1);
+  BSON_APPEND_INT32(project.mut(), aggregate_.link_from.c_str(), 1);
+  std::vector<const MaintainedField*> followers;  // latest fields ordered by this one
+  for (const auto& other : aggregate_.fields) {
+    if (other.op == Op::kLatest && other.by_field == field.field) {
+      followers.push_back(&other);
+      BSON_APPEND_INT32(project.mut(), other.of.c_str(), 1);
+    }
+  }
+  std::vector<Doc> stages(4);
+  AppendDoc(stages[0].mut(), "$match", match);
+  AppendDoc(stages[1].mut(), "$sort", sort);
+  BSON_APPEND_INT32(stages[2].mut(), "$limit", 1);
+  AppendDoc(stages[3].mut(), "$project", project);
+  AppendArray(body, "pipeline", stages);
+  Doc cursor;
+  AppendDoc(body, "cursor", cursor);
+  SealCommand(client_, ArgumentTarget::kRead, source_.db, body);
+  read.may_fail = true;
+
+  queue.Push(std::move(read), [this, &queue, t, i, expected, round, attempt, followers](const Doc& reply) {
+    const MaintainedField& field = aggregate_.fields[i];
+    auto ok = Find(reply.get(), "ok");
+    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+      if (attempt < kReadAttempts && !InTransaction(client_)) {
+        ScheduleRecompute(queue, t, i, expected, round, attempt + 1);
+        return;
+      }
+      WarnOnFailure(reply, "recomputing " + field.field);
+      return;
+    }
+    std::optional<Doc> top;
+    if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) top = docs.front();
+    if (top && !SameValue(Find(top->get(), aggregate_.link_from), Unboxed(targets_[t].link))) {
+      // A backend that answered with a document its filter does not match
+      // (an index entry read mid-update): ask again.
+      if (attempt < kReadAttempts) {
+        ScheduleRecompute(queue, t, i, expected, round, attempt + 1);
+        return;
+      }
+      warnings_->push_back("recomputing " + field.field + " of " + aggregate_.target.full() +
+                           ": the backend kept answering with a document of another target; run "
+                           "`remold reconcile` to check it");
+      return;
+    }
+    std::optional<Doc> extreme;
+    if (top)
+      if (auto v = Find(top->get(), field.of)) extreme = Boxed(*v);
+    if (round > 1 && SameBox(extreme, expected.empty() ? std::nullopt : std::optional<Doc>(expected)))
+      return;  // what was set is still the extreme
+    if (round > kMaxRecomputeRounds) {
+      warnings_->push_back("recomputing " + field.field + " of " + aggregate_.target.full() + " " +
+                           Describe(targets_[t].link) + " did not settle after " +
+                           std::to_string(kMaxRecomputeRounds) +
+                           " rounds of concurrent writes; run `remold reconcile` to check it");
+      return;
+    }
+    Doc q = LinkFilter(targets_[t]);
+    AppendGuard(q.mut(), field.field, expected.empty() ? std::nullopt : std::optional<Doc>(expected));
+    Doc set, unset, u;
+    if (extreme) AppendValue(set.mut(), field.field, Unboxed(*extreme));
+    else AppendString(unset.mut(), field.field, "");
+    for (const MaintainedField* latest : followers) {
+      std::optional<bson_iter_t> of = top ? Find(top->get(), latest->of) : std::nullopt;
+      if (extreme && of) AppendValue(set.mut(), latest->field, *of);
+      else AppendString(unset.mut(), latest->field, "");
+    }
+    if (!set.empty()) AppendDoc(u.mut(), "$set", set);
+    if (!unset.empty()) AppendDoc(u.mut(), "$unset", unset);
+    Doc next_expected = extreme ? *extreme : Doc();
+    queue.Push(UpdateCommand({Statement(q, u, aggregate_.link_to != "_id", false)}),
+               [this, &queue, t, i, next_expected, round](const Doc& reply) {
+                 WarnOnFailure(reply, "recomputing " + aggregate_.fields[i].field);
+                 if (FindInteger(reply.get(), "n").value_or(0) == 0) return;  // changed meanwhile
+                 ScheduleRecompute(queue, t, i, next_expected, round + 1, 1);
+               });
+  });
+}
+
+// Reads the touched targets' maintained fields, computes the derived ones,
+// and sets those that differ where the fields they read are unchanged.
+void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
+  if (targets_.empty()) return;
+  std::vector<std::string> inputs;
+  for (const auto& d : aggregate_.derived)
+    for (const auto& f : d.inputs)
+      if (std::find(inputs.begin(), inputs.end(), f) == inputs.end()) inputs.push_back(f);
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", aggregate_.target.collection);
+  Doc filter, in, projection;
+  bson_t array;
+  BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+  for (size_t t = 0; t < targets_.size(); ++t)
+    AppendValue(&array, std::to_string(t), Unboxed(targets_[t].link));
+  bson_append_array_end(in.mut(), &array);
+  AppendDoc(filter.mut(), aggregate_.link_to, in);
+  AppendDoc(body, "filter", filter);
+  BSON_APPEND_INT32(projection.mut(), "_id", 1);
+  for (const auto& f : inputs) BSON_APPEND_INT32(projection.mut(), f.c_str(), 1);
+  for (const auto& d : aggregate_.derived) BSON_APPEND_INT32(projection.mut(), d.field.c_str(), 1);
+  AppendDoc(body, "projection", projection);
+  BSON_APPEND_INT32(body, "batchSize", static_cast<int32_t>(targets_.size()) + 1);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client_, ArgumentTarget::kRead, aggregate_.target.db, body);
+  read.may_fail = true;
+  queue.Push(std::move(read), [this, &queue, inputs, attempt](const Doc& reply) {
+    auto ok = Find(reply.get(), "ok");
+    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+      if (attempt < kReadAttempts && !InTransaction(client_)) {
+        ScheduleDerived(queue, attempt + 1);
+        return;
+      }
+      WarnOnFailure(reply, "reading targets for derived fields");
+      return;
+    }
+    std::vector<Doc> statements;
+    std::vector<Doc> docs = FirstBatch(reply);
+    for (const Doc& doc : docs) {
+      Doc set;
+      for (const auto& d : aggregate_.derived) {
+        auto value = Evaluate(d.expression, doc.get());
+        if (auto* error = std::get_if<EvaluationError>(&value)) {
+          warnings_->push_back("derived field " + d.field + " of " + aggregate_.target.full() + ": " +
+                               error->message);
+          continue;
+        }
+        std::optional<bson_iter_t> stored = Find(doc.get(), d.field);
+        const ComputedValue& v = std::get<ComputedValue>(value);
+        if (!HoldsValue(stored ? &*stored : nullptr, v) || !stored) AppendComputedValue(set.mut(), d.field, v);
+      }
+      if (set.empty()) continue;
+      Doc q, u;
+      AppendValue(q.mut(), "_id", *Find(doc.get(), "_id"));
+      for (const auto& f : inputs) {
+        std::optional<bson_iter_t> v = Find(doc.get(), f);
+        AppendGuard(q.mut(), f, v ? std::optional<Doc>(Boxed(*v)) : std::nullopt);
+      }
+      AppendDoc(u.mut(), "$set", set);
+      statements.push_back(Statement(q, u, false, false));
+    }
+    if (statements.empty()) return;
+    queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "setting derived fields"); });
+  });
+}
+
+}  // namespace remold

@@ -1,0 +1,368 @@
+// The `computed:` section of a rule file -> ComputedRule.
+//
+//   computed:
+//     aggregates:                     # maintained fields of other documents
+//       - target: posts               # "collection" (same database) or "db.collection"
+//         link: {from: postId, to: _id}
+//         create_target: false
+//         fields:
+//           commentCount: count
+//           lastCommentAt: {max: createdAt}
+//           lastCommentBy: {latest: author, by: createdAt}
+//         derived:
+//           avgStars: {divide: [starSum, commentCount]}
+//     fields:                         # same-document computed fields
+//       total: {sum: {each: items, of: {product: [price, qty]}}}
+//     on_client_write: reject         # or overwrite
+//
+// Errors are thrown as RuleError (rules/file_context.h).
+#include "patterns/computed/rule.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "rules/file_context.h"
+
+namespace remold {
+namespace {
+
+constexpr int kMaxExpressionDepth = 32;
+
+const std::map<std::string, Expression::Kind>& OperatorNames() {
+  static const std::map<std::string, Expression::Kind> kNames = {
+      {"sum", Expression::Kind::kSum},         {"product", Expression::Kind::kProduct},
+      {"divide", Expression::Kind::kDivide},   {"count", Expression::Kind::kCount},
+      {"min", Expression::Kind::kMin},         {"max", Expression::Kind::kMax},
+      {"concat", Expression::Kind::kConcat},   {"each", Expression::Kind::kEach},
+      {"literal", Expression::Kind::kLiteral},
+  };
+  return kNames;
+}
+
+std::string OperatorList() {
+  std::string list;
+  for (const auto& [name, kind] : OperatorNames()) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+
+void CheckPath(const FileContext& ctx, const YAML::Node& node, const std::string& path) {
+  bool bad = path.empty() || path.front() == '.' || path.back() == '.' ||
+             path.find("..") != std::string::npos || path.find('$') != std::string::npos;
+  if (bad) ctx.Fail(node, "field path '" + path + "' must be field names joined by '.', without '$'");
+}
+
+std::string TopLevel(const std::string& path) { return path.substr(0, path.find('.')); }
+
+std::optional<Expression::Literal> NumberLiteral(const std::string& text) {
+  // from_chars also reads "nan", "inf" and "infinity": those are field names.
+  size_t first = !text.empty() && text[0] == '-' ? 1 : 0;
+  if (first < text.size() && std::isalpha(static_cast<unsigned char>(text[first]))) return std::nullopt;
+  int64_t i = 0;
+  auto [iend, iec] = std::from_chars(text.data(), text.data() + text.size(), i);
+  if (iec == std::errc() && iend == text.data() + text.size()) return Expression::Literal{i};
+  double d = 0;
+  auto [dend, dec] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (dec == std::errc() && dend == text.data() + text.size()) return Expression::Literal{d};
+  return std::nullopt;
+}
+
+Expression::Literal ParseLiteral(const FileContext& ctx, const YAML::Node& node) {
+  if (!node.IsScalar() && !node.IsNull()) ctx.Fail(node, "'literal' must be a number, string, true, false or null");
+  if (node.IsNull()) return std::monostate{};
+  std::string text = node.as<std::string>();
+  if (node.Tag() != "!") {  // plain scalars may be numbers or booleans; quoted ones are strings
+    if (text == "true") return true;
+    if (text == "false") return false;
+    if (auto number = NumberLiteral(text)) return *number;
+  }
+  return text;
+}
+
+// `inputs` collects the top-level document fields the expression reads;
+// inside `each`, paths name fields of the array element instead.
+Expression ParseExpression(const FileContext& ctx, const YAML::Node& node, int depth,
+                           bool in_each, std::set<std::string>& inputs) {
+  if (depth > kMaxExpressionDepth) ctx.Fail(node, "expression nested too deeply (at most 32 levels)");
+  Expression e;
+  if (node.IsScalar()) {
+    std::string text = node.as<std::string>();
+    if (node.Tag() != "!") {
+      if (auto number = NumberLiteral(text)) {
+        e.kind = Expression::Kind::kLiteral;
+        e.literal = *number;
+        return e;
+      }
+    }
+    CheckPath(ctx, node, text);
+    e.kind = Expression::Kind::kField;
+    e.path = text;
+    if (!in_each) inputs.insert(TopLevel(text));
+    return e;
+  }
+  if (!node.IsMap() || node.size() == 0)
+    ctx.Fail(node, "an expression must be a field path, a number, or a mapping with one of: " +
+                       OperatorList());
+  // YAML mappings are unordered: {of: ..., each: ...} is an each too.
+  std::string op = node["each"] ? "each" : node.begin()->first.as<std::string>();
+  auto it = OperatorNames().find(op);
+  if (it == OperatorNames().end())
+    ctx.Fail(node.begin()->first, "unknown expression operator '" + op + "', expected one of: " +
+                                      OperatorList());
+  e.kind = it->second;
+  const YAML::Node value = node[op];
+  if (e.kind == Expression::Kind::kEach) {
+    ctx.CheckKeys(node, "'each'", {"each", "of"});
+    if (!value.IsScalar()) ctx.Fail(value, "'each' must name an array field");
+    e.path = value.as<std::string>();
+    CheckPath(ctx, value, e.path);
+    if (!in_each) inputs.insert(TopLevel(e.path));
+    if (!node["of"]) ctx.Fail(node, "'each' needs 'of', the expression for one element");
+    e.operands.push_back(ParseExpression(ctx, node["of"], depth + 1, true, inputs));
+    return e;
+  }
+  if (node.size() != 1)
+    ctx.Fail(node, "an expression mapping has one operator, found " + std::to_string(node.size()) + " keys");
+  switch (e.kind) {
+    case Expression::Kind::kLiteral:
+      e.literal = ParseLiteral(ctx, value);
+      return e;
+    case Expression::Kind::kCount:
+      if (!value.IsScalar()) ctx.Fail(value, "'count' must name an array field");
+      e.path = value.as<std::string>();
+      CheckPath(ctx, value, e.path);
+      if (!in_each) inputs.insert(TopLevel(e.path));
+      return e;
+    default:
+      break;
+  }
+  if (value.IsSequence()) {
+    for (const auto& item : value) e.operands.push_back(ParseExpression(ctx, item, depth + 1, in_each, inputs));
+  } else {
+    e.operands.push_back(ParseExpression(ctx, value, depth + 1, in_each, inputs));
+  }
+  if (e.operands.empty()) ctx.Fail(value, "'" + op + "' needs at least one operand");
+  if (e.kind == Expression::Kind::kDivide && e.operands.size() != 2)
+    ctx.Fail(value, "'divide' takes exactly two operands: [dividend, divisor]");
+  return e;
+}
+
+std::vector<ComputedField> ParseComputedFields(const FileContext& ctx, const YAML::Node& map,
+                                               const std::string& where) {
+  if (!map.IsMap() || map.size() == 0)
+    ctx.Fail(map, "'" + where + "' must map field names to expressions");
+  std::vector<ComputedField> out;
+  std::set<std::string> names;
+  for (const auto& entry : map) {
+    ComputedField field;
+    field.field = entry.first.as<std::string>();
+    ctx.CheckFieldName(entry.first, field.field, "computed field");
+    if (field.field == "_id") ctx.Fail(entry.first, "'_id' cannot be a computed field");
+    if (!names.insert(field.field).second)
+      ctx.Fail(entry.first, "computed field '" + field.field + "' is defined twice");
+    std::set<std::string> inputs;
+    field.expression = ParseExpression(ctx, entry.second, 0, false, inputs);
+    field.inputs.assign(inputs.begin(), inputs.end());
+    out.push_back(std::move(field));
+  }
+  for (const auto& field : out) {
+    for (const auto& other : out) {
+      if (std::count(other.inputs.begin(), other.inputs.end(), field.field))
+        ctx.Fail(map, "computed field '" + other.field + "' reads computed field '" + field.field +
+                          "', expected expressions over stored fields only");
+    }
+  }
+  return out;
+}
+
+MaintainedField ParseMaintained(const FileContext& ctx, const std::string& name, const YAML::Node& spec) {
+  MaintainedField field;
+  field.field = name;
+  if (spec.IsScalar() && spec.as<std::string>() == "count") {
+    field.op = MaintainedField::Op::kCount;
+    return field;
+  }
+  static const std::map<std::string, MaintainedField::Op> kOps = {
+      {"count", MaintainedField::Op::kCount}, {"sum", MaintainedField::Op::kSum},
+      {"min", MaintainedField::Op::kMin},     {"max", MaintainedField::Op::kMax},
+      {"latest", MaintainedField::Op::kLatest}};
+  const std::string expected =
+      "expected count, {sum: F}, {min: F}, {max: F} or {latest: F, by: G}";
+  if (!spec.IsMap() || spec.size() == 0) ctx.Fail(spec, "maintained field '" + name + "': " + expected);
+  std::string op = spec["latest"] ? "latest" : spec.begin()->first.as<std::string>();
+  auto it = kOps.find(op);
+  if (it == kOps.end()) ctx.Fail(spec, "maintained field '" + name + "': unknown '" + op + "', " + expected);
+  field.op = it->second;
+  if (field.op == MaintainedField::Op::kCount) {
+    ctx.CheckKeys(spec, "'" + name + "'", {"count"});
+    if (!spec["count"].IsScalar() || spec["count"].as<std::string>() != "true")
+      ctx.Fail(spec, "maintained field '" + name + "': write 'count' or {count: true}");
+    return field;
+  }
+  if (field.op == MaintainedField::Op::kLatest) {
+    ctx.CheckKeys(spec, "'" + name + "'", {"latest", "by"});
+    field.by = ctx.String(spec, "by", "'" + name + "' (the field that orders 'latest')");
+    ctx.CheckFieldName(spec["by"], field.by, "source field");
+  } else {
+    ctx.CheckKeys(spec, "'" + name + "'", {op});
+  }
+  field.of = ctx.String(spec, op, "'" + name + "'");
+  ctx.CheckFieldName(spec[op], field.of, "source field");
+  return field;
+}
+
+ComputedAggregate ParseAggregate(const FileContext& ctx, const YAML::Node& a, const Namespace& logical) {
+  if (!a.IsMap()) ctx.Fail(a, "an aggregate must be a mapping with target, link and fields");
+  ctx.CheckKeys(a, "an aggregate", {"target", "link", "create_target", "fields", "derived"});
+  ComputedAggregate aggregate;
+  std::string target = ctx.String(a, "target", "an aggregate");
+  aggregate.target = target.find('.') == std::string::npos
+                         ? Namespace{logical.db, target}
+                         : ParseNamespace(ctx, a["target"], target);
+  if (target.empty() || target.find('$') != std::string::npos)
+    ctx.Fail(a["target"], "target '" + target + "' must be 'collection' or 'database.collection'");
+  if (aggregate.target == logical)
+    ctx.Fail(a["target"], "the target is the rule's own collection; use 'fields' for same-document values");
+
+  YAML::Node link = a["link"];
+  if (!link) ctx.Fail(a, "missing 'link' in an aggregate, expected {from: <source field>, to: <target field>}");
+  if (link.IsScalar()) {
+    aggregate.link_from = link.as<std::string>();
+    ctx.CheckFieldName(link, aggregate.link_from, "link field");
+  } else if (link.IsMap()) {
+    ctx.CheckKeys(link, "'link'", {"from", "to"});
+    aggregate.link_from = ctx.String(link, "from", "'link'");
+    ctx.CheckFieldName(link["from"], aggregate.link_from, "link field");
+    aggregate.link_to = ctx.OptionalString(link, "to", "_id");
+    ctx.CheckFieldName(link["to"] ? link["to"] : link, aggregate.link_to, "link field");
+  } else {
+    ctx.Fail(link, "'link' must be a source field name or {from: <source field>, to: <target field>}");
+  }
+  aggregate.create_target = ParseBool(ctx, a, "create_target", false);
+
+  YAML::Node fields = a["fields"];
+  if (!fields || !fields.IsMap() || fields.size() == 0)
+    ctx.Fail(fields ? fields : a, "'fields' must map target field names to count, sum, min, max or latest");
+  std::set<std::string> names;
+  for (const auto& entry : fields) {
+    std::string name = entry.first.as<std::string>();
+    ctx.CheckFieldName(entry.first, name, "maintained field");
+    if (name == "_id" || name == aggregate.link_to)
+      ctx.Fail(entry.first, "'" + name + "' identifies the target; it cannot be maintained");
+    if (!names.insert(name).second) ctx.Fail(entry.first, "field '" + name + "' is maintained twice");
+    aggregate.fields.push_back(ParseMaintained(ctx, name, entry.second));
+  }
+  for (auto& field : aggregate.fields) {
+    if (field.op != MaintainedField::Op::kLatest) continue;
+    for (const auto& other : aggregate.fields) {
+      if (other.op == MaintainedField::Op::kMax && other.of == field.by) field.by_field = other.field;
+    }
+    if (field.by_field.empty())
+      ctx.Fail(fields[field.field], "'" + field.field + "' is the latest by '" + field.by +
+                                        "': declare a field {max: " + field.by + "} beside it");
+  }
+  if (a["derived"]) {
+    aggregate.derived = ParseComputedFields(ctx, a["derived"], "derived");
+    for (const auto& d : aggregate.derived) {
+      if (names.count(d.field)) ctx.Fail(a["derived"], "field '" + d.field + "' is both maintained and derived");
+      if (d.field == aggregate.link_to)
+        ctx.Fail(a["derived"], "'" + d.field + "' identifies the target; it cannot be derived");
+      for (const auto& input : d.inputs) {
+        if (!names.count(input))
+          ctx.Fail(a["derived"], "derived field '" + d.field + "' reads '" + input +
+                                     "', expected only maintained fields of this aggregate");
+      }
+    }
+  }
+  std::vector<std::string>& inputs = aggregate.inputs;
+  inputs.push_back(aggregate.link_from);
+  auto add = [&](const std::string& f) {
+    if (!f.empty() && std::find(inputs.begin(), inputs.end(), f) == inputs.end()) inputs.push_back(f);
+  };
+  for (const auto& field : aggregate.fields) {
+    add(field.of);
+    add(field.by);
+  }
+  return aggregate;
+}
+
+}  // namespace
+
+ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
+                                 const Namespace& logical) {
+  ctx.CheckKeys(c, "'computed'", {"aggregates", "fields", "on_client_write"});
+  ComputedRule rule;
+  rule.logical = logical;
+  if (YAML::Node list = c["aggregates"]) {
+    if (!list.IsSequence() || list.size() == 0)
+      ctx.Fail(list, "'aggregates' must be a list of {target, link, fields}");
+    for (const auto& a : list) rule.aggregates.push_back(ParseAggregate(ctx, a, logical));
+    for (size_t i = 0; i < rule.aggregates.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        const auto& x = rule.aggregates[i];
+        const auto& y = rule.aggregates[j];
+        if (x.target != y.target) continue;
+        // Maintained and derived fields alike: two aggregates would overwrite each other.
+        auto written = [](const ComputedAggregate& g) {
+          std::set<std::string> out;
+          for (const auto& f : g.fields) out.insert(f.field);
+          for (const auto& d : g.derived) out.insert(d.field);
+          return out;
+        };
+        std::set<std::string> theirs = written(y);
+        for (const auto& f : written(x)) {
+          if (theirs.count(f))
+            ctx.Fail(list[i], "field '" + f + "' of " + x.target.full() +
+                                  " is maintained by two aggregates");
+        }
+      }
+    }
+  }
+  if (c["fields"]) rule.fields = ParseComputedFields(ctx, c["fields"], "fields");
+  for (size_t i = 0; i < rule.aggregates.size(); ++i) {
+    for (const auto& input : rule.aggregates[i].inputs) {
+      for (const auto& field : rule.fields) {
+        if (field.field == input)
+          ctx.Fail(c["aggregates"][i], "the aggregate reads '" + input +
+                                           "', a computed field of this collection; aggregates are "
+                                           "maintained from stored fields only (aggregate its inputs)");
+      }
+    }
+  }
+  if (rule.aggregates.empty() && rule.fields.empty())
+    ctx.Fail(c, "a computed rule needs 'aggregates', 'fields', or both");
+  std::string mode = ctx.OptionalString(c, "on_client_write", "reject");
+  if (mode == "reject") rule.on_client_write = ComputedRule::ClientWrite::kReject;
+  else if (mode == "overwrite") rule.on_client_write = ComputedRule::ClientWrite::kOverwrite;
+  else ctx.Fail(c["on_client_write"], "'on_client_write' must be reject or overwrite");
+  return rule;
+}
+
+std::vector<WrittenNamespace> ComputedRule::Writes() const {
+  std::vector<WrittenNamespace> written;
+  for (const ComputedAggregate& aggregate : aggregates) {
+    written.push_back({aggregate.target, [target = aggregate.target](std::string_view owner) {
+                         return "target '" + target.full() + "' has a rule of its own in " +
+                                std::string(owner) +
+                                "; remold writes maintained fields to it directly and would "
+                                "bypass that rule, expected a plain collection";
+                       }});
+  }
+  return written;
+}
+
+std::string ComputedRule::Describe() const {
+  std::string out = logical.full();
+  for (const ComputedAggregate& aggregate : aggregates)
+    out += " -> " + aggregate.target.full() + " (" +
+           std::to_string(aggregate.fields.size() + aggregate.derived.size()) + " field(s))";
+  if (!fields.empty()) out += ", " + std::to_string(fields.size()) + " computed field(s)";
+  return out;
+}
+
+}  // namespace remold

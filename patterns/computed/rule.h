@@ -1,0 +1,102 @@
+// The computed pattern's rule: values derived on write, never on read
+// (see patterns/pattern.h for what every pattern's rule provides).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "rules/namespace.h"
+#include "rules/written_namespace.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace remold {
+
+class FileContext;
+
+// An expression of a computed field, over one document (see README,
+// "Computed fields"). A field path names a field of the document, or of
+// the array element inside `each`.
+struct Expression {
+  enum class Kind {
+    kField,    // the value at `path`
+    kLiteral,  // `literal`
+    kSum,      // numbers among the operands added; others ignored ($sum)
+    kProduct,  // operands multiplied; null if any is null or missing ($multiply)
+    kDivide,   // operands[0] / operands[1]; null if either is null or the divisor 0
+    kCount,    // the number of elements of the array at `path`; 0 if missing
+    kMin,      // the least non-null operand ($min)
+    kMax,      // the greatest non-null operand ($max)
+    kConcat,   // strings joined; null if any is null or missing ($concat)
+    kEach,     // operands[0] evaluated on each element of the array at `path`
+  };
+  using Literal = std::variant<std::monostate, bool, int64_t, double, std::string>;
+
+  Kind kind = Kind::kLiteral;
+  std::string path;
+  Literal literal;
+  std::vector<Expression> operands;
+};
+
+// A field whose value is an expression over other fields of the same
+// document.
+struct ComputedField {
+  std::string field;
+  Expression expression;
+  // Top-level fields of the document the expression reads.
+  std::vector<std::string> inputs;
+};
+
+// A value of a target document maintained from the source documents that
+// link to it.
+struct MaintainedField {
+  enum class Op { kCount, kSum, kMin, kMax, kLatest };
+  std::string field;  // in the target
+  Op op = Op::kCount;
+  std::string of;     // kSum, kMin, kMax, kLatest: the source field
+  std::string by;     // kLatest: the source field that orders "latest"
+  std::string by_field;  // kLatest: the target's kMax field of `by`
+};
+
+// Source documents (the rule's namespace) linked to one target document
+// each: source.<link_from> == target.<link_to>.
+struct ComputedAggregate {
+  Namespace target;
+  std::string link_from;
+  std::string link_to = "_id";
+  bool create_target = false;  // upsert a missing target, or leave it alone
+  std::vector<MaintainedField> fields;
+  // Fields of the target computed from its maintained fields (an average).
+  std::vector<ComputedField> derived;
+  // Top-level source fields the maintained values read, the link first.
+  std::vector<std::string> inputs;
+};
+
+// Computed pattern: values derived on write, never on read.
+//   aggregates: maintained fields of other collections' documents;
+//   fields: fields of this collection's documents computed from their
+//           other fields.
+struct ComputedRule {
+  enum class ClientWrite { kReject, kOverwrite };
+  Namespace logical;
+  std::vector<ComputedAggregate> aggregates;
+  std::vector<ComputedField> fields;
+  // What a client write of a computed field gets.
+  ClientWrite on_client_write = ClientWrite::kReject;
+
+  static constexpr std::string_view kName = "computed";
+  // Parses the rule file's `computed:` section (a mapping; see rule.cc).
+  static ComputedRule Parse(const FileContext& ctx, const YAML::Node& section,
+                            const Namespace& logical);
+  // The targets of the aggregates.
+  std::vector<WrittenNamespace> Writes() const;
+  // "db.coll -> db.target (N field(s)), M computed field(s)", for `remold check`.
+  std::string Describe() const;
+};
+
+}  // namespace remold

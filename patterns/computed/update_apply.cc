@@ -1,0 +1,143 @@
+#include "patterns/computed/update_apply.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace remold {
+namespace {
+
+std::string_view FirstComponent(std::string_view path) { return path.substr(0, path.find('.')); }
+
+bool Listed(const std::vector<std::string>& fields, std::string_view name) {
+  return std::find(fields.begin(), fields.end(), name) != fields.end();
+}
+
+// {v: before + inc}, with MongoDB's $inc promotion; nullopt on int64
+// overflow or non-numbers (the backend refuses those itself).
+std::optional<Doc> Increment(const std::optional<bson_iter_t>& before, const bson_iter_t& inc) {
+  Doc out;
+  if (!BSON_ITER_HOLDS_NUMBER(&inc)) return std::nullopt;
+  if (!before) {
+    AppendValue(out.mut(), "v", inc);
+    return out;
+  }
+  if (!BSON_ITER_HOLDS_NUMBER(&*before)) return std::nullopt;
+  if (BSON_ITER_HOLDS_DOUBLE(&*before) || BSON_ITER_HOLDS_DOUBLE(&inc)) {
+    BSON_APPEND_DOUBLE(out.mut(), "v", bson_iter_as_double(&*before) + bson_iter_as_double(&inc));
+    return out;
+  }
+  int64_t sum = 0;
+  if (__builtin_add_overflow(bson_iter_as_int64(&*before), bson_iter_as_int64(&inc), &sum))
+    return std::nullopt;
+  const bool both_int32 = BSON_ITER_HOLDS_INT32(&*before) && BSON_ITER_HOLDS_INT32(&inc);
+  if (both_int32 && sum >= std::numeric_limits<int32_t>::min() &&
+      sum <= std::numeric_limits<int32_t>::max())
+    BSON_APPEND_INT32(out.mut(), "v", static_cast<int32_t>(sum));
+  else
+    BSON_APPEND_INT64(out.mut(), "v", sum);
+  return out;
+}
+
+}  // namespace
+
+bool ClientUpdate::is_replacement() const {
+  if (pipeline) return false;
+  bson_iter_t it;
+  return !(bson_iter_init(&it, u.get()) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$');
+}
+
+ClientUpdate ClientUpdateOf(const bson_iter_t& u) {
+  ClientUpdate update;
+  update.pipeline = BSON_ITER_HOLDS_ARRAY(&u);
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  if (update.pipeline) bson_iter_array(&u, &len, &data);
+  else if (BSON_ITER_HOLDS_DOCUMENT(&u)) bson_iter_document(&u, &len, &data);
+  if (data) update.u = Doc::FromBytes({data, len});
+  return update;
+}
+
+bool UpdateTouches(const ClientUpdate& update, const std::vector<std::string>& fields) {
+  if (fields.empty()) return false;
+  if (update.pipeline || update.is_replacement()) return true;
+  bool touches = false;
+  bson_iter_t op;
+  bson_iter_init(&op, update.u.get());
+  while (bson_iter_next(&op) && !touches) {
+    const bool rename = std::string_view(bson_iter_key(&op)) == "$rename";
+    ForEachChild(op, [&](std::string_view path, const bson_iter_t& value) {
+      if (Listed(fields, FirstComponent(path))) touches = true;
+      if (rename && BSON_ITER_HOLDS_UTF8(&value) &&
+          Listed(fields, FirstComponent(bson_iter_utf8(&value, nullptr))))
+        touches = true;
+    });
+  }
+  return touches;
+}
+
+Doc ProjectFields(const bson_t* doc, const std::vector<std::string>& fields) {
+  Doc out;
+  for (const auto& field : fields)
+    if (auto value = Find(doc, field)) AppendValue(out.mut(), field, *value);
+  return out;
+}
+
+std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& update,
+                                     const std::vector<std::string>& fields) {
+  if (update.pipeline) return std::nullopt;
+  if (update.is_replacement()) {
+    Doc after = ProjectFields(update.u.get(), fields);
+    if (Listed(fields, "_id") && !Find(after.get(), "_id"))
+      if (auto id = Find(before, "_id")) AppendValue(after.mut(), "_id", *id);
+    return after;
+  }
+  // field -> {v: value} or absent, starting from `before`.
+  std::vector<std::pair<std::string, std::optional<Doc>>> values;
+  for (const auto& field : fields) {
+    std::optional<Doc> value;
+    if (auto it = Find(before, field)) {
+      value.emplace();
+      AppendValue(value->mut(), "v", *it);
+    }
+    values.emplace_back(field, std::move(value));
+  }
+  bool computable = true;
+  bson_iter_t op;
+  bson_iter_init(&op, update.u.get());
+  while (bson_iter_next(&op)) {
+    const std::string_view name = bson_iter_key(&op);
+    ForEachChild(op, [&](std::string_view path, const bson_iter_t& arg) {
+      std::string_view field = FirstComponent(path);
+      auto slot = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == field; });
+      if (name == "$rename" && BSON_ITER_HOLDS_UTF8(&arg) &&
+          Listed(fields, FirstComponent(bson_iter_utf8(&arg, nullptr))))
+        computable = false;
+      if (slot == values.end() || name == "$setOnInsert") return;
+      if (path != field) {
+        computable = false;
+        return;
+      }
+      std::optional<Doc>& value = slot->second;
+      if (name == "$set") {
+        value.emplace();
+        AppendValue(value->mut(), "v", arg);
+      } else if (name == "$unset") {
+        value.reset();
+      } else if (name == "$inc") {
+        std::optional<bson_iter_t> current = value ? Find(value->get(), "v") : std::nullopt;
+        std::optional<Doc> sum = Increment(current, arg);
+        if (!sum) computable = false;
+        else value = std::move(sum);
+      } else {
+        computable = false;
+      }
+    });
+  }
+  if (!computable) return std::nullopt;
+  Doc after;
+  for (const auto& [field, value] : values)
+    if (value) AppendValue(after.mut(), field, *Find(value->get(), "v"));
+  return after;
+}
+
+}  // namespace remold

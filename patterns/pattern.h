@@ -1,0 +1,54 @@
+// What a pattern is: one module, patterns/<name>/, with two parts.
+//
+// The rule part (rule.h, rule.cc; linked into the loader, names nothing of
+// rewrite/) is a struct R, a validated immutable value:
+//   static constexpr std::string_view kName;   // `pattern: <kName>`, and the
+//                                               // section of the rule file
+//   static R Parse(const FileContext&, const YAML::Node& section,
+//                  const Namespace& logical);  // throws RuleError (FILE:LINE)
+//   Namespace logical;                         // the collection the application names
+//   std::vector<WrittenNamespace> Writes() const;  // the physical collections it
+//                                                  // writes besides the logical one
+//   std::string Describe() const;              // one line for `remold check`
+//
+// The rewrite part (rewrite.h and the files behind it; pure, golden-tested)
+// provides two overloads for R, found by the engine through the list in
+// patterns/rewrites.h:
+//   std::optional<Plan> RewritePattern(const Command&, const Rule&, const R&,
+//                                      const Capabilities&);
+//       // the plan for a command on `logical`; nullopt: forward it unchanged
+//   std::vector<Doc> ViewStages(const R&);
+//       // the pipeline stages that turn stored documents into the documents
+//       // the application wrote (none when they are stored as written)
+//
+// The concepts below state the rule part; patterns/rewrites.h states
+// the rewrite part. Each is checked for every entry of the list.
+#pragma once
+
+#include <concepts>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rules/namespace.h"
+#include "rules/written_namespace.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace remold {
+
+class FileContext;
+
+template <typename R>
+concept PatternRuleType = requires(const R& rule, const FileContext& ctx, const YAML::Node& section,
+                                   const Namespace& logical) {
+  { R::kName } -> std::convertible_to<std::string_view>;
+  { R::Parse(ctx, section, logical) } -> std::same_as<R>;
+  { rule.logical } -> std::convertible_to<const Namespace&>;
+  { rule.Writes() } -> std::same_as<std::vector<WrittenNamespace>>;
+  { rule.Describe() } -> std::same_as<std::string>;
+};
+
+}  // namespace remold

@@ -1,0 +1,38 @@
+// The patterns remold applies: the one list that the loader, the engine,
+// `remold check`, `remold explain` and the metrics iterate.
+//
+// A new pattern is a folder patterns/<name>/ (see patterns/pattern.h for
+// what it provides), its entry here, in patterns/rewrites.h and in the
+// list of patterns/CMakeLists.txt. Every consumer visits the variant, so a
+// pattern left out of one of them fails to compile.
+#pragma once
+
+#include <variant>
+
+#include "patterns/attribute/rule.h"
+#include "patterns/bucket/rule.h"
+#include "patterns/computed/rule.h"
+#include "patterns/pattern.h"
+
+namespace remold {
+
+// In the order error messages name them.
+using PatternRule = std::variant<BucketRule, AttributeRule, ComputedRule>;
+
+// Calls fn.template operator()<R>() for each pattern's rule type R, in the
+// order of the list: [&]<typename R>() { ... R::kName ... }.
+template <typename Fn>
+void ForEachPatternType(Fn&& fn) {
+  [&]<typename... R>(std::variant<R...>*) {
+    (fn.template operator()<R>(), ...);
+  }(static_cast<PatternRule*>(nullptr));
+}
+
+template <typename Variant>
+inline constexpr bool kEveryPatternRule = false;
+template <typename... R>
+inline constexpr bool kEveryPatternRule<std::variant<R...>> = (PatternRuleType<R> && ...);
+static_assert(kEveryPatternRule<PatternRule>,
+              "every entry of PatternRule provides the rule part of patterns/pattern.h");
+
+}  // namespace remold
