@@ -15,6 +15,7 @@
 #include "app/logging.h"
 #include "app/rule_reloader.h"
 #include "app/status_server.h"
+#include "patterns/patterns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"
 
@@ -115,8 +116,16 @@ void ServeRun::RegisterRuleMetrics() {
                reloader ? reloader->reloads() : uint64_t{0});
     out.Sample("remold_rule_reloads_total", {{"result", "failure"}},
                reloader ? reloader->failures() : uint64_t{0});
+    const std::shared_ptr<const RuleSet> in_force = rules->Load();
     out.Family("remold_rules", "gauge", "Rules in force.");
-    out.Sample("remold_rules", {}, static_cast<uint64_t>(rules->Load()->rules().size()));
+    out.Sample("remold_rules", {}, static_cast<uint64_t>(in_force->rules().size()));
+    // Every pattern remold knows, zeros included (patterns/patterns.h).
+    out.Family("remold_rules_by_pattern", "gauge", "Rules in force, by pattern.");
+    ForEachPatternType([&]<typename R>() {
+      uint64_t count = 0;
+      for (const Rule& rule : in_force->rules()) count += rule.pattern_name() == R::kName;
+      out.Sample("remold_rules_by_pattern", {{"pattern", R::kName}}, count);
+    });
   });
 }
 

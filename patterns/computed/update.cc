@@ -303,6 +303,158 @@ std::optional<Plan> ComputedUpdate(const Command& command, const ComputedRule& r
 // findAndModify: run with new: false (the document as it was), so the
 // values it removes are known; a client asking for the new document gets
 // it read back after remold's repairs.
+namespace {
+
+// What the client's findAndModify did, as its follow-ups learn it.
+struct FindAndModifyOutcome {
+  std::optional<Doc> failure;  // the backend's ok: 0 reply
+  std::optional<Doc> last_error;
+  std::optional<Doc> before;
+  std::optional<Doc> id;     // {v: _id} of the document changed or inserted
+  std::optional<Doc> after;  // read back for new: true
+};
+
+// Why `fields` cannot be applied to the document as it was (remold returns
+// it from its own read, so only a plain projection can be), or nothing.
+std::optional<std::string> BeforeImageProjectionProblem(const ComputedRule& rule,
+                                                        const Doc& fields) {
+  bson_iter_t it;
+  bson_iter_init(&it, fields.get());
+  while (bson_iter_next(&it)) {
+    if (std::string_view(bson_iter_key(&it)).find('.') != std::string_view::npos ||
+        BSON_ITER_HOLDS_DOCUMENT(&it))
+      return "findAndModify on " + rule.logical.full() +
+             " (a computed rule) supports only top-level field projections when returning the "
+             "document before the change";
+  }
+  return std::nullopt;
+}
+
+// The client's findAndModify as remold sends it: always returning the
+// document as it was (new: false), with the update remold prepared.
+BackendCommand SourceFindAndModifyOf(const Command& command, const ComputedRule& rule, bool remove,
+                                     const ClientUpdate& update) {
+  BackendCommand modify = SourceFindAndModify(rule);
+  bson_t* b = modify.body.mut();
+  bson_iter_t it;
+  bson_iter_init(&it, command.body.get());
+  bson_iter_next(&it);  // the command name
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == "new" || key == "fields" || key == "update" || key == "$db") continue;
+    if (key == "query" || key == "sort" || key == "remove" || key == "upsert" ||
+        key == "arrayFilters" || key == "collation" || key == "hint" || key == "let")
+      AppendValue(b, key, it);
+  }
+  if (!remove) AppendUpdate(b, "update", update);
+  BSON_APPEND_BOOL(b, "new", false);
+  Seal(modify, rule, command, ArgumentTarget::kWrite);
+  return modify;
+}
+
+// Records the change the client's findAndModify made (its reply), for the
+// maintenance that follows.
+void RecordFindAndModify(ComputedWrite* w, const std::shared_ptr<FindAndModifyOutcome>& outcome,
+                         const Doc& reply, bool remove,
+                         const std::shared_ptr<ClientUpdate>& update, bool upsert,
+                         const std::shared_ptr<Doc>& query) {
+  if (!IsOk(reply)) {
+    outcome->failure = reply;
+    w->stopped = true;
+    return;
+  }
+  w->NoteReply(reply);
+  outcome->last_error = FindDocument(reply.get(), "lastErrorObject");
+  outcome->before = ValueOf(reply);
+  const bool retried = Find(reply.get(), "retriedStmtId").has_value();
+  std::optional<bson_iter_t> upserted =
+      outcome->last_error ? Find(outcome->last_error->get(), "upserted") : std::nullopt;
+  if (outcome->before) {
+    outcome->id = ComputedWrite::Box(*Find(outcome->before->get(), "_id"));
+    if (retried) return;
+    if (remove) w->Record(ProjectFields(outcome->before->get(), w->inputs()).get(), nullptr);
+    else RecordChange(w, ProjectFields(outcome->before->get(), w->inputs()), *update,
+                      *Find(outcome->before->get(), "_id"));
+  } else if (upserted) {
+    outcome->id = ComputedWrite::Box(*upserted);
+    if (!retried) RecordChange(w, std::nullopt, *update, *upserted);
+  } else if (upsert) {
+    // An upsert that matched nothing inserted a document.
+    QueueFindInserted(w, *query, [w, outcome, update, retried](const bson_iter_t& id) {
+      outcome->id = ComputedWrite::Box(id);
+      Doc last_error;
+      BSON_APPEND_INT32(last_error.mut(), "n", 1);
+      BSON_APPEND_BOOL(last_error.mut(), "updatedExisting", false);
+      AppendValue(last_error.mut(), "upserted", id);
+      outcome->last_error = std::move(last_error);
+      if (!retried) RecordChange(w, std::nullopt, *update, id);
+    });
+  }
+}
+
+// new: true: the document is read back once its computed fields are set.
+void QueueReadBack(ComputedWrite* w, const std::shared_ptr<FindAndModifyOutcome>& outcome,
+                   const std::optional<Doc>& fields) {
+  if (!outcome->id) return;
+  BackendCommand read;
+  bson_t* rb = read.body.mut();
+  AppendString(rb, "find", w->rule().logical.collection);
+  Doc filter;
+  AppendValue(filter.mut(), "_id", *Find(outcome->id->get(), "v"));
+  AppendDoc(rb, "filter", filter);
+  if (fields) AppendDoc(rb, "projection", *fields);
+  BSON_APPEND_INT32(rb, "limit", 1);
+  BSON_APPEND_BOOL(rb, "singleBatch", true);
+  Seal(read, w->rule(), w->client(), ArgumentTarget::kRead);
+  w->queue().Push(std::move(read), [outcome](const Doc& reply) {
+    if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) outcome->after = docs.front();
+  });
+}
+
+// A plain projection (top-level fields, inclusion or exclusion) of `value`.
+Doc ProjectPlainly(const Doc& value, const Doc& fields) {
+  bool inclusion = false;
+  bson_iter_t f;
+  bson_iter_init(&f, fields.get());
+  while (bson_iter_next(&f))
+    if (std::string_view(bson_iter_key(&f)) != "_id" && bson_iter_as_bool(&f)) inclusion = true;
+  Doc projected;
+  bson_iter_t v;
+  bson_iter_init(&v, value.get());
+  while (bson_iter_next(&v)) {
+    std::string_view key = bson_iter_key(&v);
+    std::optional<bson_iter_t> spec = Find(fields.get(), key);
+    bool keep = key == "_id" ? (!spec || bson_iter_as_bool(&*spec))
+                             : (inclusion ? spec && bson_iter_as_bool(&*spec)
+                                          : !spec || bson_iter_as_bool(&*spec));
+    if (keep) AppendValue(projected.mut(), key, v);
+  }
+  return projected;
+}
+
+// The client's findAndModify reply.
+ShapedReply FindAndModifyReply(const ComputedWrite& state, const FindAndModifyOutcome& outcome,
+                               bool returns_after, const std::optional<Doc>& fields) {
+  ShapedReply shaped;
+  shaped.warnings = state.warnings;
+  if (outcome.failure) {
+    shaped.reply = *outcome.failure;
+    return shaped;
+  }
+  bson_t* r = shaped.reply.mut();
+  if (outcome.last_error) AppendDoc(r, "lastErrorObject", *outcome.last_error);
+  std::optional<Doc> value = returns_after ? outcome.after : outcome.before;
+  if (value && fields && !returns_after) value = ProjectPlainly(*value, *fields);
+  if (value) AppendDoc(r, "value", *value);
+  else BSON_APPEND_NULL(r, "value");
+  if (state.write_concern_error) AppendDoc(r, "writeConcernError", *state.write_concern_error);
+  if (state.cluster_time) bson_concat(r, state.cluster_time->get());
+  BSON_APPEND_DOUBLE(r, "ok", 1.0);
+  return shaped;
+}
+
+}  // namespace
+
 std::optional<Plan> ComputedFindAndModify(const Command& command, const ComputedRule& rule) {
   const bson_t* body = command.body.get();
   const bool remove = FindBool(body, "remove").value_or(false);
@@ -315,149 +467,28 @@ std::optional<Plan> ComputedFindAndModify(const Command& command, const Computed
   } else {
     if (!u) return std::nullopt;
     if (!NeedsWork(rule, w->inputs(), ClientUpdateOf(*u))) return std::nullopt;
-    if (auto refusal = PrepareUpdate(rule, ClientUpdateOf(*u), update)) {
-      Plan plan;
-      plan.immediate_reply = ErrorReply(*refusal);
-      return plan;
-    }
+    if (auto refusal = PrepareUpdate(rule, ClientUpdateOf(*u), update))
+      return ImmediateReply(ErrorReply(*refusal));
   }
-  const bool return_new = FindBool(body, "new").value_or(false);
+  const bool returns_after = FindBool(body, "new").value_or(false) && !remove;
   std::optional<Doc> fields = FindDocument(body, "fields");
-  if (fields && !return_new) {
-    // The document as it was is returned from remold's own read of it, so
-    // only a plain projection can be applied to it.
-    bson_iter_t it;
-    bson_iter_init(&it, fields->get());
-    while (bson_iter_next(&it)) {
-      if (std::string_view(bson_iter_key(&it)).find('.') != std::string_view::npos ||
-          BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        Plan plan;
-        plan.immediate_reply = ErrorReply(
-            error_codes::kInvalidOptions,
-            "findAndModify on " + rule.logical.full() +
-                " (a computed rule) supports only top-level field projections when returning the "
-                "document before the change");
-        return plan;
-      }
-    }
+  if (fields && !FindBool(body, "new").value_or(false)) {
+    if (auto problem = BeforeImageProjectionProblem(rule, *fields))
+      return ImmediateReply(ErrorReply(error_codes::kInvalidOptions, *problem));
   }
 
-  BackendCommand modify = SourceFindAndModify(rule);
-  bson_t* b = modify.body.mut();
-  bson_iter_t it;
-  bson_iter_init(&it, body);
-  bson_iter_next(&it);  // the command name
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key == "new" || key == "fields" || key == "update" || key == "$db") continue;
-    if (key == "query" || key == "sort" || key == "remove" || key == "upsert" ||
-        key == "arrayFilters" || key == "collation" || key == "hint" || key == "let")
-      AppendValue(b, key, it);
-  }
-  if (!remove) AppendUpdate(b, "update", update);
-  BSON_APPEND_BOOL(b, "new", false);
-  Seal(modify, rule, command, ArgumentTarget::kWrite);
-
-  struct Outcome {
-    std::optional<Doc> failure;  // the backend's ok: 0 reply
-    std::optional<Doc> last_error;
-    std::optional<Doc> before;
-    std::optional<Doc> id;  // {v: _id} of the document changed or inserted
-    std::optional<Doc> after;  // read back for new: true
-  };
-  auto outcome = std::make_shared<Outcome>();
+  auto outcome = std::make_shared<FindAndModifyOutcome>();
   auto shared_update = std::make_shared<ClientUpdate>(std::move(update));
   const bool upsert = FindBool(body, "upsert").value_or(false);
   auto query = std::make_shared<Doc>(FindDocument(body, "query").value_or(Doc()));
-  w->queue().Push(std::move(modify), [w, outcome, remove, shared_update, upsert, query](const Doc& reply) {
-    if (!IsOk(reply)) {
-      outcome->failure = reply;
-      w->stopped = true;
-      return;
-    }
-    w->NoteReply(reply);
-    outcome->last_error = FindDocument(reply.get(), "lastErrorObject");
-    outcome->before = ValueOf(reply);
-    const bool retried = Find(reply.get(), "retriedStmtId").has_value();
-    std::optional<bson_iter_t> upserted =
-        outcome->last_error ? Find(outcome->last_error->get(), "upserted") : std::nullopt;
-    if (outcome->before) {
-      outcome->id = ComputedWrite::Box(*Find(outcome->before->get(), "_id"));
-      if (retried) return;
-      if (remove) w->Record(ProjectFields(outcome->before->get(), w->inputs()).get(), nullptr);
-      else RecordChange(w, ProjectFields(outcome->before->get(), w->inputs()), *shared_update,
-                        *Find(outcome->before->get(), "_id"));
-    } else if (upserted) {
-      outcome->id = ComputedWrite::Box(*upserted);
-      if (!retried) RecordChange(w, std::nullopt, *shared_update, *upserted);
-    } else if (upsert) {
-      // An upsert that matched nothing inserted a document.
-      QueueFindInserted(w, *query, [w, outcome, shared_update, retried](const bson_iter_t& id) {
-        outcome->id = ComputedWrite::Box(id);
-        if (!outcome->last_error) outcome->last_error = Doc();
-        Doc last_error;
-        BSON_APPEND_INT32(last_error.mut(), "n", 1);
-        BSON_APPEND_BOOL(last_error.mut(), "updatedExisting", false);
-        AppendValue(last_error.mut(), "upserted", id);
-        outcome->last_error = std::move(last_error);
-        if (!retried) RecordChange(w, std::nullopt, *shared_update, id);
-      });
-    }
-  });
+  w->queue().Push(SourceFindAndModifyOf(command, rule, remove, *shared_update),
+                  [w, outcome, remove, shared_update, upsert, query](const Doc& reply) {
+                    RecordFindAndModify(w, outcome, reply, remove, shared_update, upsert, query);
+                  });
   w->ScheduleFollowUps();
-  if (return_new && !remove) {
-    w->queue().AddPhase([w, outcome, fields] {
-      if (!outcome->id) return;
-      BackendCommand read;
-      bson_t* rb = read.body.mut();
-      AppendString(rb, "find", w->rule().logical.collection);
-      Doc filter;
-      AppendValue(filter.mut(), "_id", *Find(outcome->id->get(), "v"));
-      AppendDoc(rb, "filter", filter);
-      if (fields) AppendDoc(rb, "projection", *fields);
-      BSON_APPEND_INT32(rb, "limit", 1);
-      BSON_APPEND_BOOL(rb, "singleBatch", true);
-      Seal(read, w->rule(), w->client(), ArgumentTarget::kRead);
-      w->queue().Push(std::move(read), [outcome](const Doc& reply) {
-        if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) outcome->after = docs.front();
-      });
-    });
-  }
-  return w->Finish([state, outcome, return_new, remove, fields] {
-    ShapedReply shaped;
-    shaped.warnings = state->warnings;
-    if (outcome->failure) {
-      shaped.reply = *outcome->failure;
-      return shaped;
-    }
-    bson_t* r = shaped.reply.mut();
-    if (outcome->last_error) AppendDoc(r, "lastErrorObject", *outcome->last_error);
-    std::optional<Doc> value = return_new && !remove ? outcome->after : outcome->before;
-    if (value && fields && !(return_new && !remove)) {
-      // A plain projection of the document as it was.
-      bool inclusion = false;
-      bson_iter_t f;
-      bson_iter_init(&f, fields->get());
-      while (bson_iter_next(&f))
-        if (std::string_view(bson_iter_key(&f)) != "_id" && bson_iter_as_bool(&f)) inclusion = true;
-      Doc projected;
-      bson_iter_t v;
-      bson_iter_init(&v, value->get());
-      while (bson_iter_next(&v)) {
-        std::string_view key = bson_iter_key(&v);
-        std::optional<bson_iter_t> spec = Find(fields->get(), key);
-        bool keep = key == "_id" ? (!spec || bson_iter_as_bool(&*spec))
-                                 : (inclusion ? spec && bson_iter_as_bool(&*spec) : !spec || bson_iter_as_bool(&*spec));
-        if (keep) AppendValue(projected.mut(), key, v);
-      }
-      value = std::move(projected);
-    }
-    if (value) AppendDoc(r, "value", *value);
-    else BSON_APPEND_NULL(r, "value");
-    if (state->write_concern_error) AppendDoc(r, "writeConcernError", *state->write_concern_error);
-    if (state->cluster_time) bson_concat(r, state->cluster_time->get());
-    BSON_APPEND_DOUBLE(r, "ok", 1.0);
-    return shaped;
+  if (returns_after) w->queue().AddPhase([w, outcome, fields] { QueueReadBack(w, outcome, fields); });
+  return w->Finish([state, outcome, returns_after, fields] {
+    return FindAndModifyReply(*state, *outcome, returns_after, fields);
   });
 }
 

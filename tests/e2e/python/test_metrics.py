@@ -217,6 +217,10 @@ def test_metrics_move_with_traffic(private_remold, direct_client, db_name, tmp_p
         assert value(before, "remold_rule_reloads_total", result="success") == 1
         assert value(before, "remold_rule_reloads_total", result="failure") == 0
         assert value(before, "remold_rules") == 1
+        # One series per pattern remold knows, each counting its rules.
+        by_pattern = {dict(labels)["pattern"]: v for (name, labels), v in before.items()
+                      if name == "remold_rules_by_pattern"}
+        assert by_pattern == {"bucket": 0, "attribute": 1, "computed": 0}, by_pattern
         assert value(before, "remold_connections_open") >= 1
         assert value(before, "remold_connections_total") >= 1
 
