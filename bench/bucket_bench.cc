@@ -183,7 +183,7 @@ std::unique_ptr<Dataset> make_dataset(Order order, int sensors, double days) {
 }
 
 // Backend write statements remold sends for these inserts, mirroring
-// rewrite/bucket_insert.cc: one upsert per bucket per insert command when
+// patterns/bucket/insert.cc: one upsert per bucket per insert command when
 // unordered, one per run of consecutive same-bucket readings when ordered.
 int64_t bucket_statements(const Dataset& ds, size_t per_insert, bool ordered) {
   int64_t total = 0;

@@ -2,9 +2,10 @@
 // `remold check`, `remold explain` and the metrics iterate.
 //
 // A new pattern is a folder patterns/<name>/ (see patterns/pattern.h for
-// what it provides), its entry here, in patterns/rewrites.h and in the
-// list of patterns/CMakeLists.txt. Every consumer visits the variant, so a
-// pattern left out of one of them fails to compile.
+// what it provides), its entry here (include and variant), its include in
+// patterns/rewrites.h and its add_subdirectory in patterns/CMakeLists.txt.
+// Every consumer visits the variant, and both parts of the interface are
+// checked for every entry, so a pattern left half-added fails to compile.
 #pragma once
 
 #include <variant>

@@ -1,4 +1,4 @@
-// Unit tests of computed-field expressions (rewrite/computed_expression.h).
+// Unit tests of computed-field expressions (patterns/computed/expression.h).
 // Expressions are made the real way: a rule file's text through the loader.
 #include "patterns/computed/expression.h"
 
