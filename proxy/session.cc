@@ -155,7 +155,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
   if (request.more_to_come) co_return true;
   if (request.is_handshake) negotiated_ = request.offered_compressors;
   const bool relayed = co_await RelayReplies(request);
-  // A drop may take a bucket index with it: ensure indexes again from now on.
+  // A drop may take a rule's index with it: ensure indexes again from now on.
   if (request.command == "drop" || request.command == "dropDatabase") shared_.ensured.Clear();
   co_return relayed;
 }

@@ -31,6 +31,7 @@
 #include "rewrite/plan.h"
 #include "rewrite/plan_runner.h"
 #include "rules/loader.h"
+#include "tests/golden/case_folders.h"
 
 #ifndef REMOLD_GOLDEN_DIR
 #error "REMOLD_GOLDEN_DIR must name the cases directory"
@@ -40,6 +41,7 @@ namespace remold {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace golden;  // tests/golden/case_folders.h
 
 // ---------------------------------------------------------------------------
 // Files
@@ -47,23 +49,6 @@ namespace fs = std::filesystem;
 std::string CasesDir() {
   if (const char* dir = std::getenv("REMOLD_GOLDEN_DIR")) return dir;
   return REMOLD_GOLDEN_DIR;
-}
-
-bool UpdateMode() {
-  const char* v = std::getenv("REMOLD_GOLDEN_UPDATE");
-  return v && *v && std::string(v) != "0";
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
 }
 
 // Parses a JSON document; a top-level array parses as {"0": .., "1": ..}.
@@ -204,40 +189,6 @@ Doc KillCommand(const ShapedReply& shaped) { return KillCursorsCommand(shaped).b
 
 // ---------------------------------------------------------------------------
 // Cases
-
-struct CaseName {
-  std::string pattern;
-  std::string name;
-  fs::path dir;
-};
-
-// gtest prints the parameter of a failing case with this.
-void PrintTo(const CaseName& c, std::ostream* os) { *os << c.pattern << "/" << c.name; }
-
-std::vector<CaseName> ListCases() {
-  std::vector<CaseName> cases;
-  std::error_code ec;
-  fs::path root = CasesDir();
-  if (!fs::is_directory(root, ec)) return cases;
-  for (const auto& pattern : fs::directory_iterator(root, ec)) {
-    if (!pattern.is_directory()) continue;
-    for (const auto& dir : fs::directory_iterator(pattern.path(), ec)) {
-      if (!dir.is_directory()) continue;
-      cases.push_back({pattern.path().filename().string(), dir.path().filename().string(),
-                       dir.path()});
-    }
-  }
-  std::sort(cases.begin(), cases.end(),
-            [](const CaseName& a, const CaseName& b) { return a.dir < b.dir; });
-  return cases;
-}
-
-std::string TestName(const testing::TestParamInfo<CaseName>& info) {
-  std::string name = info.param.pattern + "__" + info.param.name;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-}
 
 const std::set<std::string> kCaseFiles = {
     "rule.yaml",  "rules",      "command.json", "capabilities.json", "commands.json",
@@ -430,11 +381,12 @@ TEST_P(GoldenTest, Case) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, testing::ValuesIn(ListCases()), TestName);
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, testing::ValuesIn(ListCases(CasesDir())),
+                         TestName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GoldenTest);
 
 TEST(GoldenCases, DirectoryHoldsCases) {
-  EXPECT_GE(ListCases().size(), 1u) << "no cases under " << CasesDir();
+  EXPECT_GE(ListCases(CasesDir()).size(), 1u) << "no cases under " << CasesDir();
 }
 
 }  // namespace

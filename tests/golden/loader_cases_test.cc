@@ -26,11 +26,10 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <type_traits>
-#include <variant>
 #include <vector>
 
 #include "rules/loader.h"
+#include "tests/golden/case_folders.h"
 
 #ifndef REMOLD_LOADER_CASES_DIR
 #error "REMOLD_LOADER_CASES_DIR must name the loader cases directory"
@@ -40,22 +39,11 @@ namespace remold {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace golden;  // tests/golden/case_folders.h
 
 std::string CasesDir() {
   if (const char* dir = std::getenv("REMOLD_LOADER_CASES_DIR")) return dir;
   return REMOLD_LOADER_CASES_DIR;
-}
-
-bool UpdateMode() {
-  const char* v = std::getenv("REMOLD_GOLDEN_UPDATE");
-  return v && *v && std::string(v) != "0";
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::vector<std::string> ReadLines(const fs::path& path) {
@@ -112,40 +100,6 @@ Outcome Describe(const RuleLoadResult& result, const fs::path& dir) {
 // ---------------------------------------------------------------------------
 // Cases
 
-struct CaseName {
-  std::string pattern;
-  std::string name;
-  fs::path dir;
-};
-
-// gtest prints the parameter of a failing case with this.
-void PrintTo(const CaseName& c, std::ostream* os) { *os << c.pattern << "/" << c.name; }
-
-std::vector<CaseName> ListCases() {
-  std::vector<CaseName> cases;
-  std::error_code ec;
-  fs::path root = CasesDir();
-  if (!fs::is_directory(root, ec)) return cases;
-  for (const auto& pattern : fs::directory_iterator(root, ec)) {
-    if (!pattern.is_directory()) continue;
-    for (const auto& dir : fs::directory_iterator(pattern.path(), ec)) {
-      if (!dir.is_directory()) continue;
-      cases.push_back({pattern.path().filename().string(), dir.path().filename().string(),
-                       dir.path()});
-    }
-  }
-  std::sort(cases.begin(), cases.end(),
-            [](const CaseName& a, const CaseName& b) { return a.dir < b.dir; });
-  return cases;
-}
-
-std::string TestName(const testing::TestParamInfo<CaseName>& info) {
-  std::string name = info.param.pattern + "__" + info.param.name;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-}
-
 const std::set<std::string> kCaseFiles = {"rule.yaml", "rules", "errors.txt", "loaded.txt",
                                           "notes.md"};
 
@@ -201,11 +155,12 @@ TEST_P(LoaderCaseTest, Case) {
       << actual_text;
 }
 
-INSTANTIATE_TEST_SUITE_P(Loader, LoaderCaseTest, testing::ValuesIn(ListCases()), TestName);
+INSTANTIATE_TEST_SUITE_P(Loader, LoaderCaseTest, testing::ValuesIn(ListCases(CasesDir())),
+                         TestName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LoaderCaseTest);
 
 TEST(LoaderCases, DirectoryHoldsCases) {
-  EXPECT_GE(ListCases().size(), 1u) << "no cases under " << CasesDir();
+  EXPECT_GE(ListCases(CasesDir()).size(), 1u) << "no cases under " << CasesDir();
 }
 
 }  // namespace
