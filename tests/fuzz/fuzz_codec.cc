@@ -121,7 +121,7 @@ void Exercise(const Bytes& input) {
   Request request;
   std::optional<WireError> error = DecodeRequest(message, request);
   if (error) {
-    CHECK(error->code != 0 && !error->code_name.empty() && !error->message.empty());
+    CHECK(error->code.value != 0 && !error->code.name.empty() && !error->message.empty());
     int32_t op = request.header.op_code == static_cast<int32_t>(OpCode::kQuery)
                      ? request.header.op_code
                      : static_cast<int32_t>(OpCode::kMsg);
