@@ -1,8 +1,9 @@
 // The rules remold applies, as validated, immutable values.
 //
-// A rule belongs to one logical namespace ("db.collection") and names its
-// pattern, one of patterns/patterns.h. Rules are built only by the loader (rules/loader.h), which has
-// checked every field; code that receives a Rule may rely on it.
+// A rule belongs to one logical namespace ("db.collection") and holds the
+// rule of its pattern, one of the list in patterns/patterns.h. Rules are
+// built only by the loader (rules/loader.h), which has checked every field;
+// code that receives a Rule may rely on it.
 #pragma once
 
 #include <string>
