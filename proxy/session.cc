@@ -24,7 +24,7 @@ constexpr size_t kRetainedBufferSize = 1 << 20;
 using Clock = std::chrono::steady_clock;
 
 // "db.collection" of a command for the slow-operation log ("db" for a
-// command on the database).
+// command on the database, or one not known to name a collection).
 std::string NamespaceOf(const wire::Request& request) {
   bson_t body;
   if (request.is_legacy() || !bson_init_static(&body, request.command_document.data(),
@@ -32,7 +32,9 @@ std::string NamespaceOf(const wire::Request& request) {
     return "?";
   std::optional<CommandNamespace> ns = ResolveNamespace(request.command, &body);
   if (!ns) return "?";
-  return ns->collection ? ns->db + "." + *ns->collection : ns->db;
+  // Never the first string of a command not known to name a collection:
+  // it may be a value of the application's (createUser's user name...).
+  return ns->collection && ns->known ? ns->db + "." + *ns->collection : ns->db;
 }
 
 bool HasMoreToCome(const std::vector<uint8_t>& reply) {

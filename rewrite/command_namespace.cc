@@ -11,8 +11,18 @@ constexpr std::array<std::string_view, 12> kNotACollection = {
     "revokeRolesFromUser", "createRole",       "updateRole", "dropRole",
     "grantRolesToRole", "revokeRolesFromRole", "renameCollection", "usersInfo"};
 
-bool NamesNoCollection(std::string_view command) {
-  for (std::string_view name : kNotACollection)
+// Commands whose first value names a collection (getMore and explain
+// are read apart).
+constexpr std::array<std::string_view, 24> kCollectionCommands = {
+    "find",       "insert",        "update",      "delete",      "findAndModify",
+    "findandmodify", "aggregate",  "count",       "distinct",    "mapReduce",
+    "create",     "drop",          "createIndexes", "dropIndexes", "listIndexes",
+    "collMod",    "collStats",     "validate",    "killCursors", "compact",
+    "reIndex",    "convertToCapped", "cloneCollectionAsCapped", "dataSize"};
+
+template <size_t N>
+bool Contains(const std::array<std::string_view, N>& names, std::string_view command) {
+  for (std::string_view name : names)
     if (name == command) return true;
   return false;
 }
@@ -27,25 +37,31 @@ std::optional<std::string> StringAt(const bson_t* doc, std::string_view key) {
   return std::string(value, length);
 }
 
-// The collection `command` names in `body` (a command document).
-std::optional<std::string> CollectionOf(std::string_view command, const bson_t* body) {
-  if (command == "getMore") return StringAt(body, "collection");
+// The collection `command` names in `body` (a command document), and
+// whether the command is known to name one there.
+void ReadCollection(std::string_view command, const bson_t* body, CommandNamespace& out) {
+  if (command == "getMore") {
+    out.collection = StringAt(body, "collection");
+    out.known = true;
+    return;
+  }
   if (command == "explain") {
     bson_iter_t it, inner;
-    if (!bson_iter_init_find(&it, body, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it)) return std::nullopt;
+    if (!bson_iter_init_find(&it, body, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it)) return;
     uint32_t length = 0;
     const uint8_t* data = nullptr;
     bson_iter_document(&it, &length, &data);
     bson_t explained;
     if (!bson_init_static(&explained, data, length) || !bson_iter_init(&inner, &explained) ||
         !bson_iter_next(&inner))
-      return std::nullopt;
+      return;
     std::string_view name = bson_iter_key(&inner);
-    if (name == "explain") return std::nullopt;
-    return CollectionOf(name, &explained);
+    if (name != "explain") ReadCollection(name, &explained, out);
+    return;
   }
-  if (NamesNoCollection(command)) return std::nullopt;
-  return StringAt(body, command);
+  if (Contains(kNotACollection, command)) return;
+  out.collection = StringAt(body, command);
+  out.known = Contains(kCollectionCommands, command);
 }
 
 }  // namespace
@@ -53,7 +69,10 @@ std::optional<std::string> CollectionOf(std::string_view command, const bson_t* 
 std::optional<CommandNamespace> ResolveNamespace(std::string_view command, const bson_t* body) {
   std::optional<std::string> db = StringAt(body, "$db");
   if (!db) return std::nullopt;
-  return CommandNamespace{std::move(*db), CollectionOf(command, body)};
+  CommandNamespace ns{std::move(*db), std::nullopt, false};
+  ReadCollection(command, body, ns);
+  if (!ns.collection) ns.known = false;
+  return ns;
 }
 
 }  // namespace remold

@@ -18,7 +18,15 @@ namespace remold {
 
 struct CommandNamespace {
   std::string db;
-  std::optional<std::string> collection;  // none: a command on the database
+  // The string the command's first value holds (getMore: "collection"),
+  // for any command but those known to name something else (createUser...):
+  // rule lookup takes it, so that an unknown command on a ruled collection
+  // reaches the rule (which refuses it) rather than the stored form.
+  std::optional<std::string> collection;
+  // True when the command is one known to name a collection there. An
+  // unknown command's first string may be anything, data included: the
+  // slow-operation log names the collection only when this is set.
+  bool known = false;
 };
 
 // nullopt when `body` has no "$db" string (or is not a valid document).

@@ -31,7 +31,16 @@ TEST(ResolveNamespace, CollectionCommandsNameTheirCollection) {
     ASSERT_TRUE(ns) << json;
     EXPECT_EQ(ns->db, "d") << json;
     EXPECT_EQ(ns->collection, "c") << json;
+    EXPECT_TRUE(ns->known) << json;
   }
+}
+
+TEST(ResolveNamespace, AnUnknownCommandsStringIsReadButNotKnown) {
+  // Rule lookup still sees it (a rule refuses unknown commands); the log does not.
+  std::optional<CommandNamespace> ns = Resolve(R"({"noSuchCommand": "secret", "$db": "d"})");
+  ASSERT_TRUE(ns);
+  EXPECT_EQ(ns->collection, "secret");
+  EXPECT_FALSE(ns->known);
 }
 
 TEST(ResolveNamespace, GetMoreNamesItsCollectionField) {
