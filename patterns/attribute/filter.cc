@@ -1,6 +1,7 @@
 #include "patterns/attribute/filter.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace remold {
@@ -216,6 +217,39 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
   return out;
 }
 
+namespace {
+
+// Why the pairs a document carries itself cannot be unfolded by a read
+// ($arrayToObject needs documents with a string key and a value, and with
+// the default names exactly those two fields), or nothing.
+std::optional<std::string> PairProblem(const AttributeRule& rule, const bson_iter_t& array) {
+  const bool default_names = rule.key_name == "k" && rule.value_name == "v";
+  bson_iter_t child, copy = array;
+  if (!bson_iter_recurse(&copy, &child)) return std::nullopt;
+  while (bson_iter_next(&child)) {
+    bool ok = BSON_ITER_HOLDS_DOCUMENT(&child);
+    if (ok) {
+      uint32_t length = 0;
+      const uint8_t* data = nullptr;
+      bson_iter_document(&child, &length, &data);
+      bson_t pair;
+      bson_iter_t key;
+      ok = bson_init_static(&pair, data, length) &&
+           bson_iter_init_find(&key, &pair, rule.key_name.c_str()) && BSON_ITER_HOLDS_UTF8(&key) &&
+           Find(&pair, rule.value_name).has_value() &&
+           (!default_names || bson_count_keys(&pair) == 2);
+    }
+    if (!ok)
+      return "field '" + rule.array_field + "' holds an element that is not a {" + rule.key_name +
+             ": <string>, " + rule.value_name + ": <value>} pair" +
+             (default_names ? " (with no other field)" : "") +
+             "; reads of the collection could not unfold it";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc, std::string* error) {
   Doc out;
   std::vector<Doc> pairs;
@@ -237,10 +271,16 @@ Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc, std::string* er
   }
   if (existing && !BSON_ITER_HOLDS_ARRAY(&*existing)) {
     AppendValue(out.mut(), rule.array_field, *existing);  // not ours to reshape
-    if (!pairs.empty() && error)
-      *error = "field '" + rule.array_field + "' is not an array, so the attributes of this "
-               "document have nowhere to go";
+    if (error)
+      *error = pairs.empty() ? "field '" + rule.array_field + "' is not an array of {" +
+                                   rule.key_name + ", " + rule.value_name +
+                                   "} pairs; reads of the collection could not unfold it"
+                             : "field '" + rule.array_field + "' is not an array, so the "
+                               "attributes of this document have nowhere to go";
     return out;
+  }
+  if (existing && error) {
+    if (auto problem = PairProblem(rule, *existing)) *error = *problem;
   }
   if (pairs.empty() && !existing) return out;
   bson_t array;

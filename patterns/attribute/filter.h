@@ -28,8 +28,10 @@ struct FilterRewrite {
 FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter);
 
 // A client document with its attributes folded into the array (after any
-// pairs the document already carries there). When the document's array
-// field is not an array, its attributes cannot be folded: `error` says so.
+// pairs the document already carries there). `error` says why the document
+// cannot be stored: its array field is not an array, or holds something
+// other than {key: <string>, value: ...} pairs, which every read would fail
+// to unfold.
 Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc, std::string* error = nullptr);
 
 // Which attributes a read returns, from the client's projection.

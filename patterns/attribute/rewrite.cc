@@ -527,7 +527,9 @@ class AttributeRewriter {
       if (update_iter && BSON_ITER_HOLDS_ARRAY(&*update_iter))
         return Refuse(error_codes::kInvalidOptions, "pipeline updates are not supported");
       if (!IsOperatorUpdate(*update)) {
-        replacements.emplace_back("update", FoldAttributes(a_, update->get()));
+        std::string error;
+        replacements.emplace_back("update", FoldAttributes(a_, update->get(), &error));
+        if (!error.empty()) return Refuse(error_codes::kBadValue, error);
       } else {
         Doc fixed;
         std::vector<AttributeOp> ops;

@@ -1179,3 +1179,35 @@ def test_concurrent_conditional_decrement_never_oversells(attr_env):
     assert sum(successes) == n_docs * stock, \
         f"{sum(successes)} decrements reported as applied, expected {n_docs * stock}"
     assert_stored_shape(attr_env.direct["counters"].find(), "stock")
+
+
+def test_documents_the_view_could_not_unfold_are_refused(attr_env):
+    """A document whose pair array holds something other than {k, v} pairs
+    would break every read of the collection (the view unfolds the array
+    with $arrayToObject): insert, replacement and findAndModify refuse it
+    with BadValue, store nothing, and every read keeps working."""
+    products = attr_env.db.products
+    products.insert_many([dict(p) for p in FOUR_PRODUCTS])
+    not_pairs = [
+        "stainless",                                  # not an array
+        {"litres": 1.7},                              # an object
+        [1, 2],                                       # not documents
+        [{"k": 7, "v": 1}],                           # a key that is not a string
+        [{"k": "litres"}],                            # no value
+        [{"k": "litres", "v": 1.7, "unit": "l"}],     # a third field
+    ]
+    for value in not_pairs:
+        assert_refused(lambda: products.insert_one({"_id": 10, "name": "X", "specs": value}),
+                       2, "specs", "unfold")
+        assert_refused(lambda: products.replace_one({"_id": 3}, {"name": "K", "specs": value}),
+                       2, "specs", "unfold")
+        assert_refused(lambda: products.find_one_and_replace({"_id": 3},
+                                                              {"name": "K", "specs": value}),
+                       2, "specs", "unfold")
+    assert attr_env.direct.products.count_documents({}) == 4, "a refused document was stored"
+    assert products.count_documents({}) == 4
+    assert [d["_id"] for d in products.find({"screen_in": {"$gte": 14}}).sort("screen_in", 1)] == [1, 2, 4]
+    assert len(list(products.aggregate([{"$match": {}}]))) == 4
+    # Well-formed pairs the application writes itself are still accepted.
+    products.insert_one({"_id": 11, "name": "Lamp", "specs": [{"k": "watts", "v": 9}]})
+    assert products.find_one({"_id": 11}) == {"_id": 11, "name": "Lamp", "watts": 9}
