@@ -293,8 +293,7 @@ awaitable<bool> Session::EnsurePrerequisites(const Plan& plan, std::optional<Doc
     if (shared_.ensured.Contains(key)) continue;
     std::optional<Doc> reply = co_await RoundTrip(ensure);
     if (!reply) co_return false;
-    auto ok = Find(reply->get(), "ok");
-    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+    if (!IsOkReply(*reply)) {
       // errmsg may quote a document (a duplicate key): only at debug.
       spdlog::warn("session {}: rule {}: prerequisite failed: code {} {}", id_, plan.rule,
                    FindInteger(reply->get(), "code").value_or(0),
@@ -311,11 +310,11 @@ awaitable<bool> Session::EnsurePrerequisites(const Plan& plan, std::optional<Doc
 
 awaitable<std::optional<ShapedReply>> Session::RunCommands(const wire::Request& request,
                                                            Plan plan) {
-  const std::string rule = plan.rule;
   PlanRunner runner(std::move(plan));
   while (const BackendCommand* command = runner.Next()) {
     if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("session {}: rule {}: sends {}", id_, rule, FoldedCommand(*command).ToRelaxedJson());
+      spdlog::debug("session {}: rule {}: sends {}", id_, runner.plan().rule,
+                    FoldedCommand(*command).ToRelaxedJson());
     std::optional<Doc> reply = co_await RoundTrip(*command);
     if (!reply) {
       spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,

@@ -67,6 +67,18 @@ void SealCommand(const Command& client, ArgumentTarget target, std::string_view 
   AppendString(out, "$db", db);
 }
 
+BackendCommand UpdateCommand(const Command& client, ArgumentTarget arguments,
+                             const Namespace& target, bool ordered, std::vector<Doc> statements) {
+  BackendCommand update;
+  bson_t* body = update.body.mut();
+  AppendString(body, "update", target.collection);
+  BSON_APPEND_BOOL(body, "ordered", ordered);
+  SealCommand(client, arguments, target.db, body);
+  update.sequence_id = "updates";
+  update.sequence = std::move(statements);
+  return update;
+}
+
 Doc ErrorReply(ErrorCode code, std::string_view message) {
   return ErrorReply(code.value, code.name, message);
 }

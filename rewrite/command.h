@@ -10,6 +10,8 @@
 
 #include "common/doc.h"
 #include "common/error_code.h"
+#include "rewrite/plan.h"
+#include "rules/namespace.h"
 
 namespace remold {
 
@@ -45,6 +47,11 @@ void CopyGenericArguments(const Command& client, ArgumentTarget target, bson_t* 
 // The client's generic arguments (as CopyGenericArguments), then "$db": the
 // last fields of every backend command remold builds for a client command.
 void SealCommand(const Command& client, ArgumentTarget target, std::string_view db, bson_t* out);
+
+// {update: <target.collection>, ordered, <generic arguments>, $db} with
+// `statements` as its "updates" document sequence.
+BackendCommand UpdateCommand(const Command& client, ArgumentTarget arguments,
+                             const Namespace& target, bool ordered, std::vector<Doc> statements);
 
 // True when the client runs this command inside a multi-document transaction.
 bool InTransaction(const Command& command);

@@ -2,6 +2,11 @@
 
 namespace remold {
 
+bool IsOkReply(const Doc& reply) {
+  auto ok = Find(reply.get(), "ok");
+  return ok && bson_iter_as_double(&*ok) == 1.0;
+}
+
 Plan ImmediateReply(Doc reply) {
   Plan plan;
   plan.immediate_reply = std::move(reply);

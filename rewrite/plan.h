@@ -79,6 +79,9 @@ struct Plan {
   std::function<ShapedReply(std::span<const Doc> replies)> shape;
 };
 
+// Whether a backend reply says ok: 1.
+bool IsOkReply(const Doc& reply);
+
 // A plan that answers at once with `reply` (a refusal, or nothing to do).
 Plan ImmediateReply(Doc reply);
 

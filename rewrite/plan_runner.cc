@@ -3,15 +3,6 @@
 #include <utility>
 
 namespace remold {
-namespace {
-
-bool IsOk(const Doc& reply) {
-  auto ok = Find(reply.get(), "ok");
-  return ok && bson_iter_as_double(&*ok) == 1.0;
-}
-
-}  // namespace
-
 PlanRunner::PlanRunner(Plan plan) : plan_(std::move(plan)), then_(plan_.then) {}
 
 const BackendCommand* PlanRunner::Next() {
@@ -26,7 +17,7 @@ const BackendCommand* PlanRunner::Next() {
 
 void PlanRunner::Accept(Doc reply) {
   const BackendCommand& command = plan_.commands[next_++];
-  if (!IsOk(reply) && !command.may_fail) {
+  if (!IsOkReply(reply) && !command.may_fail) {
     refusal_ = std::move(reply);
     stopped_ = true;
     return;

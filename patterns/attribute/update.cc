@@ -56,14 +56,7 @@ struct UpdateSteps {
   }
 
   BackendCommand UpdateCommand(std::vector<Doc> statements, ArgumentTarget target) const {
-    BackendCommand update;
-    bson_t* body = update.body.mut();
-    AppendString(body, "update", rule.logical.collection);
-    BSON_APPEND_BOOL(body, "ordered", true);
-    SealCommand(command, target, rule.logical.db, body);
-    update.sequence_id = "updates";
-    update.sequence = std::move(statements);
-    return update;
+    return ::remold::UpdateCommand(command, target, rule.logical, true, std::move(statements));
   }
 
   static Doc Statement(const Doc& q, const Doc& u, bool multi) {

@@ -416,16 +416,9 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const C
             "one command; send fewer documents per insert"));
 
   plan.ensure.push_back(EnsureBucketIndex(rule));
-  for (auto& batch : batches) {
-    BackendCommand backend;
-    bson_t* body = backend.body.mut();
-    AppendString(body, "update", rule.buckets.collection);
-    BSON_APPEND_BOOL(body, "ordered", ordered);
-    SealCommand(command, ArgumentTarget::kWrite, rule.buckets.db, body);
-    backend.sequence_id = "updates";
-    backend.sequence = std::move(batch);
-    plan.commands.push_back(std::move(backend));
-  }
+  for (auto& batch : batches)
+    plan.commands.push_back(
+        UpdateCommand(command, ArgumentTarget::kWrite, rule.buckets, ordered, std::move(batch)));
   plan.stop_on_write_errors = ordered;
   plan.shape = [shape = std::move(shape)](std::span<const Doc> replies) {
     return ShapeInsert(shape, replies);

@@ -39,7 +39,7 @@ void QueueRemove(ComputedWrite* w, const DeleteStatement& s, const Doc& query, A
   Seal(remove, w->rule(), w->client(), target);
   const size_t index = s.index;
   w->queue().Push(std::move(remove), [w, index, next](const Doc& reply) {
-    if (!IsOk(reply)) {
+    if (!IsOkReply(reply)) {
       w->StatementFailed(index, reply);
       return;
     }
@@ -73,7 +73,7 @@ void QueueRound(ComputedWrite* w, std::shared_ptr<DeleteStatement> s) {
   AppendOptions(options.mut(), *s);
   BackendCommand find = FindIds(*w, s->q, kDeleteRound, options);
   w->queue().Push(std::move(find), [w, s](const Doc& reply) {
-    if (!IsOk(reply)) {
+    if (!IsOkReply(reply)) {
       w->StatementFailed(s->index, reply);
       return;
     }

@@ -13,11 +13,6 @@ constexpr const char* kNoOpField = "__remold_noop__";
 
 std::string_view FirstComponent(std::string_view path) { return path.substr(0, path.find('.')); }
 
-bool IsOkReply(const Doc& reply) {
-  auto ok = Find(reply.get(), "ok");
-  return ok && bson_iter_as_double(&*ok) == 1.0;
-}
-
 const ComputedField* FieldNamed(const ComputedRule& rule, std::string_view name) {
   for (const auto& f : rule.fields)
     if (f.field == name) return &f;
@@ -173,13 +168,8 @@ void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const
       statements.push_back(std::move(statement));
     }
     if (statements.empty()) return;
-    BackendCommand update;
-    bson_t* ubody = update.body.mut();
-    AppendString(ubody, "update", rule.logical.collection);
-    BSON_APPEND_BOOL(ubody, "ordered", false);
-    SealCommand(client, ArgumentTarget::kPreparatoryWrite, rule.logical.db, ubody);
-    update.sequence_id = "updates";
-    update.sequence = std::move(statements);
+    BackendCommand update = UpdateCommand(client, ArgumentTarget::kPreparatoryWrite, rule.logical,
+                                          false, std::move(statements));
     update.may_fail = true;
     queue.Push(std::move(update), [warnings, &rule, &client, abort](const Doc& reply) {
       if (IsOkReply(reply) && !Find(reply.get(), "writeErrors")) return;

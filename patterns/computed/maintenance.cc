@@ -233,13 +233,8 @@ Doc AggregateMaintenance::MainUpdate(const Target& target) const {
 }
 
 BackendCommand AggregateMaintenance::UpdateCommand(const std::vector<Doc>& statements) const {
-  BackendCommand command;
-  bson_t* body = command.body.mut();
-  AppendString(body, "update", aggregate_.target.collection);
-  BSON_APPEND_BOOL(body, "ordered", false);
-  SealCommand(client_, ArgumentTarget::kPreparatoryWrite, aggregate_.target.db, body);
-  command.sequence_id = "updates";
-  command.sequence = statements;
+  BackendCommand command = ::remold::UpdateCommand(client_, ArgumentTarget::kPreparatoryWrite,
+                                                   aggregate_.target, false, statements);
   command.may_fail = true;
   return command;
 }
@@ -247,8 +242,7 @@ BackendCommand AggregateMaintenance::UpdateCommand(const std::vector<Doc>& state
 void AggregateMaintenance::WarnOnFailure(const Doc& reply, const std::string& what) {
   std::string failure;
   int code = 8;  // UnknownError
-  auto ok = Find(reply.get(), "ok");
-  if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+  if (!IsOkReply(reply)) {
     failure = FindString(reply.get(), "errmsg").value_or("no errmsg");
   } else if (auto errors = Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
     for (const Doc& error : ArrayDocuments(*errors)) {
@@ -259,7 +253,7 @@ void AggregateMaintenance::WarnOnFailure(const Doc& reply, const std::string& wh
   if (failure.empty()) return;
   if (InTransaction(client_)) {
     // The backend aborted the client's transaction: it gets the error.
-    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+    if (!IsOkReply(reply)) {
       abort_(reply);
     } else {
       abort_(ErrorReply(code, "",
@@ -364,8 +358,7 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
 
   queue.Push(std::move(read), [this, &queue, t, i, expected, round, attempt, followers](const Doc& reply) {
     const MaintainedField& field = aggregate_.fields[i];
-    auto ok = Find(reply.get(), "ok");
-    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+    if (!IsOkReply(reply)) {
       if (attempt < kReadAttempts && !InTransaction(client_)) {
         ScheduleRecompute(queue, t, i, expected, round, attempt + 1);
         return;
@@ -449,8 +442,7 @@ void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
   SealCommand(client_, ArgumentTarget::kRead, aggregate_.target.db, body);
   read.may_fail = true;
   queue.Push(std::move(read), [this, &queue, inputs, attempt](const Doc& reply) {
-    auto ok = Find(reply.get(), "ok");
-    if (!ok || bson_iter_as_double(&*ok) != 1.0) {
+    if (!IsOkReply(reply)) {
       if (attempt < kReadAttempts && !InTransaction(client_)) {
         ScheduleDerived(queue, attempt + 1);
         return;

@@ -7,11 +7,6 @@
 
 namespace remold {
 
-bool IsOk(const Doc& reply) {
-  auto ok = Find(reply.get(), "ok");
-  return ok && bson_iter_as_double(&*ok) == 1.0;
-}
-
 Doc ComputedWrite::Box(const bson_iter_t& value) {
   Doc box;
   AppendValue(box.mut(), "v", value);
@@ -227,7 +222,7 @@ std::optional<Plan> ComputedInsert(const Command& command, const ComputedRule& r
 
   ComputedWrite* w = state.get();
   w->queue().Push(std::move(insert), [w, accepted, ordered](const Doc& reply) {
-    if (!IsOk(reply)) {
+    if (!IsOkReply(reply)) {
       // Nothing was inserted: the client gets the backend's error as it is.
       w->Abort(reply);
       return;

@@ -125,7 +125,7 @@ void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc
   AppendDoc(b, "fields", w->InputProjection());
   Seal(modify, w->rule(), w->client(), target);
   w->queue().Push(std::move(modify), [w, s, next, upsert, query](const Doc& reply) {
-    if (!IsOk(reply)) {
+    if (!IsOkReply(reply)) {
       w->StatementFailed(s->index, reply);
       return;
     }
@@ -171,7 +171,7 @@ void QueueUpdateMany(ComputedWrite* w, std::shared_ptr<UpdateStatement> s) {
     if (auto v = Find(s->options.get(), key)) AppendValue(options.mut(), key, *v);
   BackendCommand find = FindIds(*w, s->q, kMaxUpdateMany + 1, options);
   w->queue().Push(std::move(find), [w, s](const Doc& reply) {
-    if (!IsOk(reply)) {
+    if (!IsOkReply(reply)) {
       w->StatementFailed(s->index, reply);
       return;
     }
@@ -202,7 +202,7 @@ void QueuePlain(ComputedWrite* w, const Doc& statement, size_t index, ArgumentTa
   update.sequence_id = "updates";
   update.sequence.push_back(statement);
   w->queue().Push(std::move(update), [w, index](const Doc& reply) {
-    if (!IsOk(reply)) {
+    if (!IsOkReply(reply)) {
       w->StatementFailed(index, reply);
       return;
     }
@@ -358,7 +358,7 @@ void RecordFindAndModify(ComputedWrite* w, const std::shared_ptr<FindAndModifyOu
                          const Doc& reply, bool remove,
                          const std::shared_ptr<ClientUpdate>& update, bool upsert,
                          const std::shared_ptr<Doc>& query) {
-  if (!IsOk(reply)) {
+  if (!IsOkReply(reply)) {
     outcome->failure = reply;
     w->stopped = true;
     return;

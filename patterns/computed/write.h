@@ -99,9 +99,6 @@ void Seal(BackendCommand& command, const ComputedRule& rule, const Command& clie
 // singleBatch, <options>} on the rule's collection: the _ids q matches.
 BackendCommand FindIds(const ComputedWrite& w, const Doc& q, int32_t limit, const Doc& options);
 
-// Whether a reply says ok: 1.
-bool IsOk(const Doc& reply);
-
 // A write outside a transaction that the client may retry (it carries a
 // txnNumber): one the rewrite can keep exactly-once only as one command.
 bool IsRetryableWrite(const Command& client);
