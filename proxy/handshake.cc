@@ -14,6 +14,16 @@
 namespace remold::wire {
 namespace {
 
+// ok: 1 (any number type), or no "ok" at all (legacy replies omit it on
+// success). A failed handshake says ok: 0.
+bool IsOkReply(std::span<const uint8_t> reply) {
+  bson_t doc;
+  bson_iter_t ok;
+  if (!bson_init_static(&doc, reply.data(), reply.size())) return true;
+  if (!bson_iter_init_find(&ok, &doc, "ok")) return true;
+  return bson_iter_as_bool(&ok);
+}
+
 // Fields that describe the backend's replica set or its own identity.
 constexpr std::array<std::string_view, 16> kTopologyFields = {
     "hosts",   "passives", "arbiters",    "setName", "setVersion",  "primary",
@@ -52,6 +62,7 @@ std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
                                            std::span<const Compressor> negotiated,
                                            int32_t max_message_size) {
   max_message_size = std::min(max_message_size, kMaxMessageSize);
+  if (!IsOkReply(reply)) return {reply.begin(), reply.end()};
   bson_t in;
   bson_t out = BSON_INITIALIZER;
   bson_iter_t iter;

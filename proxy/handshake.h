@@ -27,7 +27,8 @@ bool IsHandshakeCommand(std::string_view command);
 std::vector<Compressor> OfferedCompressors(std::span<const uint8_t> hello_command);
 
 // Rewrites the backend's handshake reply document `reply` as described
-// above; `negotiated` becomes the reply's "compression" (omitted if empty).
+// above (a failed handshake, ok other than 1, is returned as it is: an
+// error is no server description); `negotiated` becomes the reply's "compression" (omitted if empty).
 // maxMessageSizeBytes is capped at `max_message_size` (remold's limit for
 // client messages), and added when the backend sent none and the limit is
 // below the wire protocol's.

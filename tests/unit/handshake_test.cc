@@ -104,6 +104,15 @@ TEST(RewriteHandshakeReply, PresentsItselfAsMongos) {
   EXPECT_EQ(std::count(keys.begin(), keys.end(), "msg"), 1) << Json(out);
 }
 
+TEST(RewriteHandshakeReply, LeavesAFailedHandshakeAsItIs) {
+  bson_t* reply = BCON_NEW("ok", BCON_DOUBLE(0), "errmsg", "Authentication failed.", "code",
+                           BCON_INT32(18), "codeName", "AuthenticationFailed");
+  Bytes in(bson_get_data(reply), bson_get_data(reply) + reply->len);
+  bson_destroy(reply);
+  Bytes out = RewriteHandshakeReply(in, kZstdSnappy);
+  EXPECT_EQ(out, in) << Json(out);
+}
+
 TEST(RewriteHandshakeReply, CompressionIsTheNegotiatedList) {
   Bytes out = RewriteHandshakeReply(ReplicaSetHello(), kZstdSnappy);
   DocView view(out);
