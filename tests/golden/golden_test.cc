@@ -120,41 +120,67 @@ std::string QuotedKey(std::string_view key) {
 }
 
 std::string Pretty(const bson_t* doc, bool is_array, size_t indent);
+std::string OneLine(const bson_t* doc, bool is_array);
 
-std::string PrettyValue(const bson_iter_t& iter, size_t indent) {
-  if (BSON_ITER_HOLDS_DOCUMENT(&iter) || BSON_ITER_HOLDS_ARRAY(&iter)) {
-    uint32_t length = 0;
-    const uint8_t* data = nullptr;
-    const bool is_array = BSON_ITER_HOLDS_ARRAY(&iter);
-    if (is_array) bson_iter_array(&iter, &length, &data);
-    else bson_iter_document(&iter, &length, &data);
-    bson_t child;
-    bson_init_static(&child, data, length);
-    return Pretty(&child, is_array, indent);
-  }
+// The document or array under `iter`, read in place.
+bool Child(const bson_iter_t& iter, bson_t* child, bool* is_array) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&iter) && !BSON_ITER_HOLDS_ARRAY(&iter)) return false;
+  uint32_t length = 0;
+  const uint8_t* data = nullptr;
+  *is_array = BSON_ITER_HOLDS_ARRAY(&iter);
+  if (*is_array) bson_iter_array(&iter, &length, &data);
+  else bson_iter_document(&iter, &length, &data);
+  return bson_init_static(child, data, length);
+}
+
+std::string ScalarValue(const bson_iter_t& iter) {
   if (BSON_ITER_HOLDS_INT64(&iter))
     return "{\"$numberLong\": \"" + std::to_string(bson_iter_int64(&iter)) + "\"}";
   return RelaxedValue(iter);
 }
 
-std::string Pretty(const bson_t* doc, bool is_array, size_t indent) {
-  std::vector<std::string> compact, wide;
+std::string PrettyValue(const bson_iter_t& iter, size_t indent) {
+  bson_t child;
+  bool is_array = false;
+  if (Child(iter, &child, &is_array)) return Pretty(&child, is_array, indent);
+  return ScalarValue(iter);
+}
+
+std::string OneLineValue(const bson_iter_t& iter) {
+  bson_t child;
+  bool is_array = false;
+  if (Child(iter, &child, &is_array)) return OneLine(&child, is_array);
+  return ScalarValue(iter);
+}
+
+std::string Key(const bson_iter_t& it, bool is_array) {
+  return is_array ? "" : QuotedKey(bson_iter_key(&it)) + ": ";
+}
+
+// The whole value on one line (what Pretty prints when it fits).
+std::string OneLine(const bson_t* doc, bool is_array) {
+  std::string out = is_array ? "[" : "{";
   bson_iter_t it;
   bson_iter_init(&it, doc);
+  bool first = true;
   while (bson_iter_next(&it)) {
-    std::string key = is_array ? "" : QuotedKey(bson_iter_key(&it)) + ": ";
-    compact.push_back(key + PrettyValue(it, 0));
-    wide.push_back(key + PrettyValue(it, indent + 2));
+    out += (first ? "" : ", ") + Key(it, is_array) + OneLineValue(it);
+    first = false;
   }
-  const char* open = is_array ? "[" : "{";
-  const char* close = is_array ? "]" : "}";
-  if (compact.empty()) return std::string(open) + close;
-  std::string one_line = open;
-  for (size_t i = 0; i < compact.size(); ++i)
-    one_line += (i ? ", " : "") + compact[i];
-  one_line += close;
+  return out + (is_array ? "]" : "}");
+}
+
+std::string Pretty(const bson_t* doc, bool is_array, size_t indent) {
+  std::string one_line = OneLine(doc, is_array);
   if (indent + one_line.size() <= kLineWidth && one_line.find('\n') == std::string::npos)
     return one_line;
+  std::vector<std::string> wide;
+  bson_iter_t it;
+  bson_iter_init(&it, doc);
+  while (bson_iter_next(&it)) wide.push_back(Key(it, is_array) + PrettyValue(it, indent + 2));
+  const char* open = is_array ? "[" : "{";
+  const char* close = is_array ? "]" : "}";
+  if (wide.empty()) return std::string(open) + close;
   std::string out = std::string(open) + "\n";
   for (size_t i = 0; i < wide.size(); ++i)
     out += std::string(indent + 2, ' ') + wide[i] + (i + 1 < wide.size() ? ",\n" : "\n");
