@@ -12,7 +12,7 @@
 //   std::string Describe() const;              // one line for `remold check`
 //
 // The rewrite part (rewrite.h and the files behind it; pure, golden-tested)
-// provides two overloads for R, found by the engine through the list in
+// provides four overloads for R, found by the engine through the list in
 // patterns/rewrites.h:
 //   std::optional<Plan> RewritePattern(const Command&, const Rule&, const R&,
 //                                      const Capabilities&);
@@ -20,6 +20,16 @@
 //   std::vector<Doc> ViewStages(const R&);
 //       // the pipeline stages that turn stored documents into the documents
 //       // the application wrote (none when they are stored as written)
+//   Namespace ViewSource(const R&);
+//       // the collection those stages read: where the documents are stored
+//   bool PassesThrough(const R&, std::string_view field);
+//       // whether every document the view makes of a stored document has
+//       // the stored top-level `field`, unchanged (a filter on it may run
+//       // before the view)
+//
+// With the view and its source, a read that reaches the collection from
+// elsewhere ($lookup, $unionWith, a view defined on it) sees the documents
+// the application wrote (rewrite/indirect_references.h).
 //
 // The concepts below state the rule part; patterns/rewrites.h states
 // the rewrite part. Each is checked for every entry of the list.

@@ -23,6 +23,8 @@ concept PatternRewriteType = requires(const Command& command, const Rule& rule, 
                                       const Capabilities& caps) {
   { RewritePattern(command, rule, pattern, caps) } -> std::same_as<std::optional<Plan>>;
   { ViewStages(pattern) } -> std::same_as<std::vector<Doc>>;
+  { ViewSource(pattern) } -> std::same_as<Namespace>;
+  { PassesThrough(pattern, std::string_view()) } -> std::same_as<bool>;
 };
 
 template <typename Variant>
@@ -35,6 +37,17 @@ static_assert(kEveryPatternRewrite<PatternRule>,
 // The view of `rule`'s pattern (patterns/pattern.h).
 inline std::vector<Doc> ViewOf(const Rule& rule) {
   return std::visit([](const auto& pattern) { return ViewStages(pattern); }, rule.pattern);
+}
+
+// Whether `rule`'s view keeps the stored top-level `field` as it is.
+inline bool PassesThroughOf(const Rule& rule, std::string_view field) {
+  return std::visit([&](const auto& pattern) { return PassesThrough(pattern, field); },
+                    rule.pattern);
+}
+
+// The collection `rule`'s view reads.
+inline Namespace ViewSourceOf(const Rule& rule) {
+  return std::visit([](const auto& pattern) { return ViewSource(pattern); }, rule.pattern);
 }
 
 }  // namespace remold

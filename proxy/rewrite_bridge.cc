@@ -3,6 +3,7 @@
 #include "proxy/bson_check.h"
 #include "proxy/op_msg.h"
 #include "rewrite/command_namespace.h"
+#include "rewrite/engine.h"
 
 namespace remold {
 namespace {
@@ -48,7 +49,9 @@ std::optional<Command> CommandForRules(const wire::Request& request, const RuleS
   if (!bson_init_static(&body, request.command_document.data(), request.command_document.size()))
     return std::nullopt;
   std::optional<CommandNamespace> ns = ResolveNamespace(request.command, &body);
-  if (!ns || !ns->collection || !rules.Find(ns->db, *ns->collection)) return std::nullopt;
+  if (!ns) return std::nullopt;
+  const bool ruled = ns->collection && rules.Find(ns->db, *ns->collection);
+  if (!ruled && !MayConcernRulesElsewhere(request.command)) return std::nullopt;
 
   Command command;
   command.db = std::move(ns->db);

@@ -19,8 +19,10 @@
 
 namespace remold {
 
-// The request as a Command if it is an OP_MSG whose namespace has a rule;
-// nullopt otherwise (the fast path: nothing is copied).
+// The request as a Command if it is an OP_MSG whose namespace has a rule, or
+// one that may reach a ruled collection from elsewhere (an aggregate's
+// $lookup, a rename: rewrite/indirect_references.h); nullopt otherwise (the
+// fast path: nothing is copied).
 std::optional<Command> CommandForRules(const wire::Request& request, const RuleSet& rules);
 
 std::vector<uint8_t> EncodeBackendCommand(const BackendCommand& command, int32_t request_id);

@@ -1,7 +1,9 @@
 #include "rewrite/engine.h"
 
 #include "patterns/rewrites.h"
+#include "rewrite/catalog.h"
 #include "rewrite/command_namespace.h"
+#include "rewrite/indirect_references.h"
 
 namespace remold {
 namespace {
@@ -34,6 +36,20 @@ void ContinueTransaction(Plan& plan) {
 
 std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
                                    const Capabilities& caps);
+
+// The plan of the rule of the collection `command` addresses, if any.
+std::optional<Plan> RewriteForTarget(const Command& command, const RuleSet& rules,
+                                     const Capabilities& caps) {
+  std::optional<CommandNamespace> ns = ResolveNamespace(command.name, command.body.get());
+  if (!ns || !ns->collection) return std::nullopt;
+  const Rule* rule = rules.Find(command.db, *ns->collection);
+  if (!rule) return std::nullopt;
+  std::optional<Plan> plan = std::visit(
+      [&](const auto& pattern) { return RewritePattern(command, *rule, pattern, caps); },
+      rule->pattern);
+  if (plan) plan->rule = rule->name;
+  return plan;
+}
 
 // {explain: <command>, verbosity}: explains the backend command the
 // rewrite of <command> would run, when it is a single read.
@@ -74,18 +90,24 @@ std::optional<Plan> RewriteExplain(const Command& command, const RuleSet& rules,
 std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
                                    const Capabilities& caps) {
   if (command.name == "explain") return RewriteExplain(command, rules, caps);
-  std::optional<CommandNamespace> ns = ResolveNamespace(command.name, command.body.get());
-  if (!ns || !ns->collection) return std::nullopt;
-  const Rule* rule = rules.Find(command.db, *ns->collection);
-  if (!rule) return std::nullopt;
-  std::optional<Plan> plan = std::visit(
-      [&](const auto& pattern) { return RewritePattern(command, *rule, pattern, caps); },
-      rule->pattern);
-  if (plan) plan->rule = rule->name;
-  return plan;
+  if (command.name == "listCollections") return ListCollectionsPlan(command, rules);
+  IndirectPlan indirect = PlanIndirectReferences(command, rules);
+  if (indirect.refusal) return std::move(indirect.refusal);
+  const Command& effective = indirect.rewritten ? *indirect.rewritten : command;
+  if (!indirect.forward) {
+    if (std::optional<Plan> plan = RewriteForTarget(effective, rules, caps)) return plan;
+  }
+  if (!indirect.rewritten) return std::nullopt;
+  Plan forwarded = ForwardPlan(*indirect.rewritten);
+  forwarded.rule = indirect.rule;
+  return forwarded;
 }
 
 }  // namespace
+
+bool MayConcernRulesElsewhere(std::string_view command) {
+  return command == "explain" || command == "listCollections" || MayReferenceOthers(command);
+}
 
 std::optional<Plan> Rewrite(const Command& command, const RuleSet& rules, const Capabilities& caps) {
   if (rules.empty()) return std::nullopt;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "rewrite/capabilities.h"
@@ -22,6 +23,12 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
 
 // Unfolding: the pairs back into top-level fields, the array dropped.
 std::vector<Doc> ViewStages(const AttributeRule& rule);
+// The view reads the collection itself.
+inline Namespace ViewSource(const AttributeRule& rule) { return rule.logical; }
+// A fixed field (not an attribute, not the pair array): the view keeps it.
+inline bool PassesThrough(const AttributeRule& rule, std::string_view field) {
+  return field != rule.array_field && !rule.IsAttribute(field);
+}
 
 // The createIndexes command that ensures {array.k: 1, array.v: 1} exists.
 BackendCommand EnsureAttributeIndex(const AttributeRule& rule);

@@ -14,6 +14,12 @@ Doc IndexKey(const BucketRule& rule) {
 
 }  // namespace
 
+bool PassesThrough(const BucketRule& rule, std::string_view field) {
+  for (const std::string& meta : rule.meta_fields)
+    if (meta == field) return true;
+  return false;
+}
+
 BackendCommand EnsureBucketIndex(const BucketRule& rule) {
   // Unique when a bucket is identified by meta + start alone; with a
   // max_count, several buckets may share a start.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "rewrite/capabilities.h"
@@ -23,6 +24,10 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
 // Unpacking: each measurement of a bucket becomes a document again, with
 // the bucket's meta fields merged in.
 std::vector<Doc> ViewStages(const BucketRule& rule);
+// The view reads the bucket collection.
+inline Namespace ViewSource(const BucketRule& rule) { return rule.buckets; }
+// A meta field: every reading of a bucket has the bucket's value.
+bool PassesThrough(const BucketRule& rule, std::string_view field);
 
 // Per-command rewrites, used by RewritePattern.
 Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const Capabilities& caps);

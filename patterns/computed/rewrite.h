@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "rewrite/capabilities.h"
@@ -28,5 +29,9 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
 // None: documents are stored as the application wrote them, with the
 // computed values among their fields.
 std::vector<Doc> ViewStages(const ComputedRule& rule);
+// The collection itself.
+inline Namespace ViewSource(const ComputedRule& rule) { return rule.logical; }
+// Every field: there is no view.
+inline bool PassesThrough(const ComputedRule&, std::string_view) { return true; }
 
 }  // namespace remold
