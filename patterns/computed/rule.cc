@@ -331,7 +331,7 @@ ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
   if (YAML::Node list = c["aggregates"]) {
     ctx.Step([&] {
       if (!list.IsSequence() || list.size() == 0)
-        ctx.Fail(list, "'aggregates' is " + Found(list) + ", expected a list of {target, link, fields}");
+        ctx.Fail(list, "'aggregates' is " + Found(list) + ", expected a non-empty list of {target, link, fields}");
       for (const auto& a : list) {
         ComputedAggregate aggregate;
         if (ctx.Step([&] { aggregate = ParseAggregate(ctx, a, logical); })) {
