@@ -73,13 +73,14 @@ class FileContext {
   // Reports every key of `map` not in `allowed`.
   void CheckKeys(const YAML::Node& map, const std::string& where,
                  const std::set<std::string>& allowed) const {
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
     for (const auto& entry : map) {
-      std::string key = entry.first.Scalar();
-      if (!allowed.count(key)) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        Report(entry.first, "unknown key '" + key + "' in " + where + ", expected one of: " + list);
-      }
+      if (!entry.first.IsScalar())
+        Report(entry.first, "a key in " + where + " is " + Found(entry.first) + ", expected one of: " + list);
+      else if (!allowed.count(entry.first.Scalar()))
+        Report(entry.first, "unknown key '" + entry.first.Scalar() + "' in " + where +
+                                ", expected one of: " + list);
     }
   }
 
@@ -133,9 +134,10 @@ class FileContext {
 
   // A mapping key that names a field: it must be a string.
   std::string KeyName(const YAML::Node& key, const std::string& what) const {
-    if (TypeOf(key) != YamlType::kString)
-      Fail(key, what + " " + key.Scalar() + " is " + Found(key) + ", expected a field name" +
-                    QuoteHint(key));
+    if (TypeOf(key) != YamlType::kString) {
+      std::string named = key.IsScalar() ? what + " " + key.Scalar() : "the name of a " + what;
+      Fail(key, named + " is " + Found(key) + ", expected a field name" + QuoteHint(key));
+    }
     return key.Scalar();
   }
 

@@ -113,7 +113,10 @@ Expression ParseExpression(const FileContext& ctx, const YAML::Node& node, int d
     ctx.Fail(node, "an expression must be a field path, a number, or a mapping with one of: " +
                        OperatorList());
   // YAML mappings are unordered: {of: ..., each: ...} is an each too.
-  std::string op = node["each"] ? "each" : node.begin()->first.as<std::string>();
+  if (!node.begin()->first.IsScalar())
+    ctx.Fail(node.begin()->first, "an expression operator is " + Found(node.begin()->first) +
+                                      ", expected one of: " + OperatorList());
+  std::string op = node["each"] ? "each" : node.begin()->first.Scalar();
   auto it = OperatorNames().find(op);
   if (it == OperatorNames().end())
     ctx.Fail(node.begin()->first, "unknown expression operator '" + op + "', expected one of: " +
@@ -202,7 +205,7 @@ MaintainedField ParseMaintained(const FileContext& ctx, const std::string& name,
       "expected count, {sum: F}, {min: F}, {max: F} or {latest: F, by: G}";
   if (!spec.IsMap() || spec.size() == 0)
     ctx.Fail(spec, "maintained field '" + name + "' is " + Found(spec) + ", " + expected);
-  std::string op = spec["latest"] ? "latest" : spec.begin()->first.as<std::string>();
+  std::string op = spec["latest"] ? "latest" : spec.begin()->first.Scalar();
   auto it = kOps.find(op);
   if (it == kOps.end()) ctx.Fail(spec, "maintained field '" + name + "': unknown '" + op + "', " + expected);
   field.op = it->second;
