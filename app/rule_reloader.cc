@@ -3,10 +3,54 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <variant>
 
 #include "rules/loader.h"
 
 namespace remold {
+
+namespace {
+
+std::string Describe(const Rule& rule) {
+  return std::visit([](const auto& p) { return p.Describe(); }, rule.pattern);
+}
+
+std::string Named(const Rule& rule) {
+  return "rule '" + rule.name + "' (" + std::string(rule.pattern_name()) + ", " +
+         rule.logical().full() + ")";
+}
+
+std::string Removed(const Rule& rule) {
+  return Named(rule) + " removed: " +
+         std::visit([](const auto& p) { return p.OnRemoval(); }, rule.pattern);
+}
+
+std::string Added(const Rule& rule) {
+  return Named(rule) + " added: " +
+         std::visit([](const auto& p) { return p.OnAddition(); }, rule.pattern);
+}
+
+}  // namespace
+
+std::vector<std::string> RuleChangeWarnings(const RuleSet& before, const RuleSet& after) {
+  std::vector<std::string> warnings;
+  for (const Rule& old_rule : before.rules()) {
+    const Namespace& ns = old_rule.logical();
+    const Rule* now = after.Find(ns.db, ns.collection);
+    if (!now || now->pattern_name() != old_rule.pattern_name()) {
+      warnings.push_back(Removed(old_rule));
+    } else if (Describe(*now) != Describe(old_rule)) {
+      warnings.push_back(Named(*now) + " changed from '" + Describe(old_rule) + "' to '" +
+                         Describe(*now) + "': data stored under the old form is not converted");
+    }
+  }
+  for (const Rule& new_rule : after.rules()) {
+    const Namespace& ns = new_rule.logical();
+    const Rule* was = before.Find(ns.db, ns.collection);
+    if (!was || was->pattern_name() != new_rule.pattern_name()) warnings.push_back(Added(new_rule));
+  }
+  return warnings;
+}
 
 RuleReloader::RuleReloader(std::string directory, std::shared_ptr<RuleSetHolder> holder)
     : directory_(std::move(directory)), holder_(std::move(holder)) {}
@@ -32,6 +76,11 @@ std::vector<std::string> RuleReloader::Reload(const char* reason) {
   reloads_.fetch_add(1);
   spdlog::info("rules: loaded {} rule(s) from {} ({})", result.rules->rules().size(), directory_,
                reason);
+  if (loaded_) {
+    for (const auto& warning : RuleChangeWarnings(*holder_->Load(), *result.rules))
+      spdlog::warn("rules: {}", warning);
+  }
+  loaded_ = true;
   holder_->Store(std::move(result.rules));
   return {};
 }

@@ -5,6 +5,10 @@
 // stay. Watch() polls the directory once a second (file names, sizes,
 // modification times, and symlink targets, so Kubernetes ConfigMap updates
 // are seen) and reloads on change. SIGHUP calls Reload() directly.
+//
+// Data stays where a rule put it: a reload that drops, adds or changes a
+// rule logs a warning per rule saying what becomes of the stored data
+// (RuleChangeWarnings).
 #pragma once
 
 #include <atomic>
@@ -19,6 +23,12 @@
 #include "rules/rule_set.h"
 
 namespace remold {
+
+// One warning per rule that `after` drops, adds or changes compared with
+// `before` (rules are matched by logical namespace; a changed pattern is a
+// removal and an addition; a change is a different `Describe()`), each
+// naming the rule, its pattern and collection and what becomes of the data.
+std::vector<std::string> RuleChangeWarnings(const RuleSet& before, const RuleSet& after);
 
 class RuleReloader {
  public:
@@ -44,6 +54,7 @@ class RuleReloader {
   std::thread watcher_;
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> failures_{0};
+  bool loaded_ = false;  // a set is in force: later loads are changes to it
 };
 
 }  // namespace remold

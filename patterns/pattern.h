@@ -5,11 +5,17 @@
 //   static constexpr std::string_view kName;   // `pattern: <kName>`, and the
 //                                               // section of the rule file
 //   static R Parse(const FileContext&, const YAML::Node& section,
-//                  const Namespace& logical);  // throws RuleError (FILE:LINE)
+//                  const Namespace& logical);  // reports every mistake to the
+//                                              // context (FILE:LINE), see
+//                                              // rules/file_context.h
 //   Namespace logical;                         // the collection the application names
 //   std::vector<WrittenNamespace> Writes() const;  // the physical collections it
 //                                                  // writes besides the logical one
 //   std::string Describe() const;              // one line for `remold check`
+//   std::string OnRemoval() const;             // what becomes of the stored data
+//                                              // when a running proxy drops the rule
+//   std::string OnAddition() const;            // what becomes of data written before,
+//                                              // when a running proxy gains the rule
 //
 // The rewrite part (rewrite.h and the files behind it; pure, golden-tested)
 // provides four overloads for R, found by the engine through the list in
@@ -59,6 +65,8 @@ concept PatternRuleType = requires(const R& rule, const FileContext& ctx, const 
   { rule.logical } -> std::convertible_to<const Namespace&>;
   { rule.Writes() } -> std::same_as<std::vector<WrittenNamespace>>;
   { rule.Describe() } -> std::same_as<std::string>;
+  { rule.OnRemoval() } -> std::same_as<std::string>;
+  { rule.OnAddition() } -> std::same_as<std::string>;
 };
 
 }  // namespace remold

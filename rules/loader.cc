@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -15,19 +16,30 @@
 namespace remold {
 namespace {
 
-Rule ParseRule(const YAML::Node& root, const std::string& source) {
-  FileContext ctx(source);
+// Every mistake of the file goes to ctx; nullopt when there is any.
+std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
+                              const FileContext& ctx) {
   std::set<std::string> root_keys = {"namespace", "pattern"};
   std::string pattern_names;
   ForEachPatternType([&]<typename R>() {
     root_keys.emplace(R::kName);
     pattern_names += (pattern_names.empty() ? "" : ", ") + std::string(R::kName);
   });
-  if (!root.IsMap()) ctx.Fail(root, "a rule file must be a mapping with 'namespace' and 'pattern'");
+  if (!root.IsMap()) {
+    ctx.Report(root, "a rule file must be a mapping with 'namespace' and 'pattern'");
+    return std::nullopt;
+  }
   ctx.CheckKeys(root, "the rule", root_keys);
-  std::string ns_text = ctx.String(root, "namespace", "the rule");
-  Namespace logical = ParseNamespace(ctx, root["namespace"], ns_text);
-  std::string pattern = ctx.String(root, "pattern", "the rule");
+  // A bad namespace does not stop the section's checks: they use it only
+  // for names derived from it.
+  Namespace logical;
+  ctx.Step([&] {
+    std::string ns_text = ctx.String(root, "namespace", "the rule", "'database.collection'");
+    logical = ParseNamespace(ctx, root["namespace"], ns_text);
+  });
+  std::string pattern;
+  if (!ctx.Step([&] { pattern = ctx.String(root, "pattern", "the rule", "one of: " + pattern_names); }))
+    return std::nullopt;
 
   Rule rule;
   rule.name = std::filesystem::path(source).stem().string();
@@ -37,30 +49,40 @@ Rule ParseRule(const YAML::Node& root, const std::string& source) {
     if (known || pattern != R::kName) return;
     known = true;
     YAML::Node section = root[pattern];
-    if (!section)
-      ctx.Fail(root, "missing '" + pattern + "' section, expected the " + pattern + " rule's options");
-    if (!section.IsMap()) ctx.Fail(section, "'" + pattern + "' must be a mapping of options");
-    rule.pattern = R::Parse(ctx, section, logical);
+    if (!section) {
+      ctx.Report(root, "missing '" + pattern + "' section, expected the " + pattern + " rule's options");
+    } else if (!section.IsMap()) {
+      ctx.Report(section, "'" + pattern + "' is " + Found(section) + ", expected a mapping of options");
+    } else {
+      ctx.Step([&] { rule.pattern = R::Parse(ctx, section, logical); });
+    }
   });
-  if (!known) ctx.Fail(root["pattern"], "unknown pattern '" + pattern + "', expected: " + pattern_names);
-  for (const auto& entry : root) {
-    std::string key = entry.first.as<std::string>();
-    if (key != "namespace" && key != "pattern" && key != pattern)
-      ctx.Fail(entry.first, "section '" + key + "' does not belong to pattern '" + pattern + "'");
+  if (!known) {
+    ctx.Report(root["pattern"], "unknown pattern '" + pattern + "', expected: " + pattern_names);
+    return std::nullopt;
   }
+  for (const auto& entry : root) {
+    std::string key = entry.first.Scalar();
+    if (key != "namespace" && key != "pattern" && key != pattern && root_keys.count(key))
+      ctx.Report(entry.first, "section '" + key + "' does not belong to pattern '" + pattern + "'");
+  }
+  if (ctx.HasErrors()) return std::nullopt;
   return rule;
 }
 
 void ParseInto(const std::string& text, const std::string& source, std::vector<Rule>& rules,
                std::vector<std::string>& errors) {
+  FileContext ctx(source);
+  std::optional<Rule> rule;
   try {
     YAML::Node root = YAML::Load(text);
-    rules.push_back(ParseRule(root, source));
-  } catch (const RuleError& e) {
-    errors.push_back(e.message);
+    ctx.Step([&] { rule = ParseRule(root, source, ctx); });
   } catch (const YAML::Exception& e) {
     errors.push_back(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+    return;
   }
+  for (auto& error : ctx.Errors()) errors.push_back(std::move(error));
+  if (rule && !ctx.HasErrors()) rules.push_back(std::move(*rule));
 }
 
 RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) {

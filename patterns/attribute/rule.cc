@@ -14,40 +14,83 @@ bool AttributeRule::IsAttribute(std::string_view field) const {
   return std::find(except.begin(), except.end(), field) == except.end();
 }
 
+// Each key is read in a Step of its own, so every mistake is reported; a
+// check that combines keys runs only when those keys were read.
 AttributeRule AttributeRule::Parse(const FileContext& ctx, const YAML::Node& a,
                                    const Namespace& logical) {
   ctx.CheckKeys(a, "'attribute'",
                 {"array", "key", "value", "fields", "except", "unfold", "fix_elem_match"});
   AttributeRule rule;
   rule.logical = logical;
-  rule.array_field = ctx.OptionalString(a, "array", "specs");
-  ctx.CheckFieldName(a["array"] ? a["array"] : a, rule.array_field, "array");
-  rule.key_name = ctx.OptionalString(a, "key", "k");
-  ctx.CheckFieldName(a["key"] ? a["key"] : a, rule.key_name, "key");
-  rule.value_name = ctx.OptionalString(a, "value", "v");
-  ctx.CheckFieldName(a["value"] ? a["value"] : a, rule.value_name, "value");
-  if (rule.key_name == rule.value_name)
-    ctx.Fail(a["value"] ? a["value"] : a, "'key' and 'value' must be different names");
-  rule.fields = ctx.StringList(a, "fields");
-  rule.except = ctx.StringList(a, "except");
-  if (bool(a["fields"]) == bool(a["except"]))
-    ctx.Fail(a, "give either 'fields' (the attributes) or 'except' (the fixed fields), not both "
-                "and not neither");
-  if (a["fields"] && rule.fields.empty())
-    ctx.Fail(a["fields"], "'fields' must list at least one attribute");
-  for (const auto& f : rule.fields) {
-    ctx.CheckFieldName(a["fields"], f, "attribute field");
-    if (f == "_id" || f == rule.array_field)
-      ctx.Fail(a["fields"], "'" + f + "' cannot be an attribute");
+  // One of the pair names: `key` is the YAML key, `fallback` its default.
+  auto name = [&](const std::string& key, const std::string& fallback, std::string& out) {
+    return ctx.Step([&] {
+      out = ctx.OptionalString(a, key, fallback, "a field name");
+      if (a[key]) ctx.CheckFieldName(a[key], out, key);
+    });
+  };
+  bool array_ok = name("array", "specs", rule.array_field);
+  bool key_ok = name("key", "k", rule.key_name);
+  bool value_ok = name("value", "v", rule.value_name);
+  if (key_ok && value_ok && rule.key_name == rule.value_name) {
+    if (a["key"] && a["value"])
+      ctx.Report(a["value"], "'key' and 'value' are both '" + rule.key_name +
+                                 "', expected two different names");
+    else if (a["key"])
+      ctx.Report(a["key"], "'key' is '" + rule.key_name +
+                               "', the value's default name, expected another name");
+    else
+      ctx.Report(a["value"], "'value' is '" + rule.value_name +
+                                 "', the key's default name, expected another name");
   }
-  for (const auto& f : rule.except) ctx.CheckFieldName(a["except"], f, "fixed field");
-  rule.unfold = ParseBool(ctx, a, "unfold", true);
-  rule.fix_elem_match = ParseBool(ctx, a, "fix_elem_match", true);
+
+  // The pair array is neither an attribute nor a fixed field: it is where
+  // the attributes are stored.
+  auto check_list = [&](const std::string& key, const std::vector<std::string>& names,
+                        const std::string& what) {
+    for (const auto& f : names) {
+      if (!ctx.CheckFieldName(a[key], f, what)) continue;
+      if (f == "_id" && key == "fields") ctx.Report(a[key], "'_id' cannot be an attribute");
+      if (array_ok && f == rule.array_field)
+        ctx.Report(a[key], "'" + f + "' in '" + key + "' is the array that holds the attributes" +
+                               (a["array"] ? "" : " ('" + f + "' by default)") +
+                               ", expected " + (key == "fields" ? "attribute" : "fixed") +
+                               " fields other than the array");
+    }
+  };
+  ctx.Step([&] {
+    rule.fields = ctx.StringList(a, "fields");
+    if (a["fields"] && a["fields"].IsSequence() && a["fields"].size() == 0)
+      ctx.Report(a["fields"], "'fields' must list at least one attribute");
+    check_list("fields", rule.fields, "attribute field");
+  });
+  ctx.Step([&] {
+    rule.except = ctx.StringList(a, "except");
+    check_list("except", rule.except, "fixed field");
+  });
+  if (bool(a["fields"]) == bool(a["except"]))
+    ctx.Report(a, "give either 'fields' (the attributes) or 'except' (the fixed fields), not both "
+               "and not neither");
+  ctx.Step([&] { rule.unfold = ParseBool(ctx, a, "unfold", true); });
+  ctx.Step([&] { rule.fix_elem_match = ParseBool(ctx, a, "fix_elem_match", true); });
   return rule;
 }
 
 std::string AttributeRule::Describe() const {
   return logical.full() + " (array '" + array_field + "')";
+}
+
+std::string AttributeRule::OnRemoval() const {
+  return "the documents stay as stored: reads of " + logical.full() +
+         " return the attributes as the array '" + array_field + "' of {" + key_name + ", " +
+         value_name + "} pairs, and queries naming an attribute no longer match them, until the "
+         "rule is back";
+}
+
+std::string AttributeRule::OnAddition() const {
+  return "documents already in " + logical.full() + " are not converted: their attributes stay "
+         "plain fields, which queries on attributes (answered from the array '" + array_field +
+         "') do not match, until they are rewritten";
 }
 
 }  // namespace remold

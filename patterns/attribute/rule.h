@@ -43,6 +43,11 @@ struct AttributeRule {
   std::vector<WrittenNamespace> Writes() const { return {}; }
   // "db.coll (array 'specs')", for `remold check`.
   std::string Describe() const;
+  // What becomes of the stored data when a running proxy drops the rule,
+  // and of data written before when it gains the rule (one sentence each,
+  // for the reload's warning).
+  std::string OnRemoval() const;
+  std::string OnAddition() const;
 };
 
 }  // namespace remold

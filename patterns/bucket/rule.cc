@@ -36,68 +36,96 @@ int64_t ParseGranularity(const FileContext& ctx, const YAML::Node& node, const s
   ctx.Fail(node, "granularity '" + text + "' must be one of: second, minute, hour, day");
 }
 
-// Bucket-level names must not collide with each other.
+// Bucket-level names must not collide with each other. A collision is
+// reported on the name the file wrote, and names a default as a default.
 void CheckBucketNames(const FileContext& ctx, const YAML::Node& b, const BucketRule& rule) {
-  std::set<std::string> bucket_names = {"_id", BucketRule::kCountField, BucketRule::kSumField,
-                                        BucketRule::kMinField, BucketRule::kMaxField};
+  std::map<std::string, std::string> owners = {
+      {"_id", "the bucket's _id"},
+      {BucketRule::kCountField, "the bucket's count of readings"},
+      {BucketRule::kSumField, "the bucket's sum summaries"},
+      {BucketRule::kMinField, "the bucket's min summaries"},
+      {BucketRule::kMaxField, "the bucket's max summaries"}};
+  if (!b["bucket_time"])
+    owners.emplace(rule.bucket_time_field, "the bucket's start time, named '" +
+                                               rule.bucket_time_field + "' by default");
+  if (!b["measurements"])
+    owners.emplace(rule.measurements_field, "the bucket's array of readings, named '" +
+                                                rule.measurements_field + "' by default");
   auto claim = [&](const YAML::Node& node, const std::string& name, const std::string& what) {
-    if (!bucket_names.insert(name).second)
-      ctx.Fail(node, what + " '" + name + "' collides with another bucket field (reserved: _id, "
-                     "count, sum, min, max, the meta fields, bucket_time and measurements)");
+    auto [it, fresh] = owners.emplace(name, what + " '" + name + "'");
+    if (!fresh)
+      ctx.Report(node, what + " '" + name + "' collides in the bucket documents with " +
+                           it->second + ", expected another name");
   };
   for (const auto& f : rule.meta_fields) claim(b["meta"], f, "meta field");
-  claim(b["bucket_time"] ? b["bucket_time"] : b, rule.bucket_time_field, "bucket_time");
-  claim(b["measurements"] ? b["measurements"] : b, rule.measurements_field, "measurements");
+  if (b["bucket_time"]) claim(b["bucket_time"], rule.bucket_time_field, "bucket_time");
+  if (b["measurements"]) claim(b["measurements"], rule.measurements_field, "measurements");
   if (std::find(rule.meta_fields.begin(), rule.meta_fields.end(), rule.time_field) !=
       rule.meta_fields.end())
-    ctx.Fail(b["time"], "time field '" + rule.time_field + "' cannot also be a meta field");
+    ctx.Report(b["time"], "time field '" + rule.time_field + "' cannot also be a meta field");
+}
 
+// One entry of `summaries:`, `field: [sum, min, max]`. `fields_known`: the
+// time, meta and measurement fields of `rule` were read without mistakes.
+BucketSummary ParseSummary(const FileContext& ctx, const YAML::Node& key, const YAML::Node& kinds,
+                           const BucketRule& rule, bool fields_known) {
+  BucketSummary summary;
+  summary.field = ctx.KeyName(key, "summary field");
+  ctx.CheckFieldName(key, summary.field, "summary field");
+  if (fields_known) {
+    if (summary.field == rule.time_field ||
+        std::find(rule.meta_fields.begin(), rule.meta_fields.end(), summary.field) !=
+            rule.meta_fields.end())
+      ctx.Report(key, "summary field '" + summary.field +
+                          "' must be a measurement field, not the time or a meta field");
+    else if (!rule.measurement_fields.empty() &&
+             std::find(rule.measurement_fields.begin(), rule.measurement_fields.end(),
+                       summary.field) == rule.measurement_fields.end())
+      ctx.Report(key, "summary field '" + summary.field + "' is not listed in 'fields'");
+  }
+  if (!kinds.IsSequence() || kinds.size() == 0)
+    ctx.Fail(kinds, "summaries of '" + summary.field + "' is " + Found(kinds) +
+                        ", expected a non-empty list of sum, min, max");
+  for (const auto& kind : kinds) {
+    std::string k = TypeOf(kind) == YamlType::kString ? kind.Scalar() : "";
+    if (k == "sum") summary.sum = true;
+    else if (k == "min") summary.min = true;
+    else if (k == "max") summary.max = true;
+    else if (k.empty()) ctx.Report(kind, "a summary of '" + summary.field + "' is " + Found(kind) +
+                                             ", expected sum, min or max");
+    else ctx.Report(kind, "unknown summary '" + k + "', expected sum, min or max");
+  }
+  return summary;
 }
 
 // `summaries: {field: [sum, min, max], ...}`
 std::vector<BucketSummary> ParseSummaries(const FileContext& ctx, const YAML::Node& s,
-                                          const BucketRule& rule) {
+                                          const BucketRule& rule, bool fields_known) {
   std::vector<BucketSummary> summaries;
-    if (!s.IsMap()) ctx.Fail(s, "'summaries' must map field names to a list of sum, min, max");
-    for (const auto& entry : s) {
-      BucketSummary summary;
-      summary.field = entry.first.as<std::string>();
-      ctx.CheckFieldName(entry.first, summary.field, "summary field");
-      if (summary.field == rule.time_field ||
-          std::find(rule.meta_fields.begin(), rule.meta_fields.end(), summary.field) !=
-              rule.meta_fields.end())
-        ctx.Fail(entry.first, "summary field '" + summary.field +
-                                  "' must be a measurement field, not the time or a meta field");
-      if (!rule.measurement_fields.empty() &&
-          std::find(rule.measurement_fields.begin(), rule.measurement_fields.end(),
-                    summary.field) == rule.measurement_fields.end())
-        ctx.Fail(entry.first, "summary field '" + summary.field + "' is not listed in 'fields'");
-      if (!entry.second.IsSequence() || entry.second.size() == 0)
-        ctx.Fail(entry.second, "summaries of '" + summary.field +
-                                   "' must be a non-empty list of sum, min, max");
-      for (const auto& kind : entry.second) {
-        std::string k = kind.IsScalar() ? kind.as<std::string>() : "";
-        if (k == "sum") summary.sum = true;
-        else if (k == "min") summary.min = true;
-        else if (k == "max") summary.max = true;
-        else ctx.Fail(kind, "unknown summary '" + k + "', expected sum, min or max");
-      }
-      summaries.push_back(summary);
-    }
+  if (!s.IsMap())
+    ctx.Fail(s, "'summaries' is " + Found(s) + ", expected a mapping of field names to a list of "
+                "sum, min, max");
+  for (const auto& entry : s) {
+    ctx.Step([&] {
+      summaries.push_back(ParseSummary(ctx, entry.first, entry.second, rule, fields_known));
+    });
+  }
   return summaries;
 }
 
 int32_t ParseMaxCount(const FileContext& ctx, const YAML::Node& m) {
-    int64_t value = 0;
-    std::string text = m.IsScalar() ? m.as<std::string>() : "";
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 100'000)
-      ctx.Fail(m, "max_count must be an integer from 1 to 100000");
-    return static_cast<int32_t>(value);
+  int64_t value = 0;
+  std::string text = TypeOf(m) == YamlType::kInt ? m.Scalar() : "";
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > 100'000)
+    ctx.Fail(m, "max_count is " + Found(m) + ", expected an integer from 1 to 100000");
+  return static_cast<int32_t>(value);
 }
 
 }  // namespace
 
+// Each key is read in a Step of its own, so every mistake is reported; a
+// check that combines keys runs only when those keys were read.
 BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const Namespace& logical) {
   ctx.CheckKeys(b, "'bucket'",
                 {"collection", "meta", "time", "span", "granularity", "bucket_time",
@@ -105,41 +133,61 @@ BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const 
 
   BucketRule rule;
   rule.logical = logical;
-  std::string collection = ctx.String(b, "collection", "'bucket'");
-  if (collection.empty() || collection.find('$') != std::string::npos ||
-      collection == logical.collection)
-    ctx.Fail(b["collection"], "bucket collection '" + collection +
-                                  "' must be a collection name other than the logical one");
-  rule.buckets = {logical.db, collection};
+  ctx.Step([&] {
+    std::string collection = ctx.String(b, "collection", "'bucket'", "a collection name");
+    if (collection.empty() || collection.find('$') != std::string::npos ||
+        collection == logical.collection)
+      ctx.Fail(b["collection"], "bucket collection '" + collection +
+                                    "' must be a collection name other than the logical one");
+    rule.buckets = {logical.db, collection};
+  });
 
-  rule.meta_fields = ctx.StringList(b, "meta");
-  for (const auto& f : rule.meta_fields) ctx.CheckFieldName(b["meta"], f, "meta field");
-  rule.time_field = ctx.String(b, "time", "'bucket'");
-  ctx.CheckFieldName(b["time"], rule.time_field, "time field");
+  bool meta_ok = ctx.Step([&] {
+    rule.meta_fields = ctx.StringList(b, "meta");
+    for (const auto& f : rule.meta_fields) ctx.CheckFieldName(b["meta"], f, "meta field");
+  });
+  bool time_ok = ctx.Step([&] {
+    rule.time_field = ctx.String(b, "time", "'bucket'", "the name of the readings' time field");
+    ctx.CheckFieldName(b["time"], rule.time_field, "time field");
+  });
 
-  if (b["span"] && b["granularity"])
-    ctx.Fail(b["granularity"], "give either 'span' or 'granularity', not both");
-  if (b["span"]) rule.span_ms = ParseSpan(ctx, b["span"], ctx.String(b, "span", "'bucket'"));
-  else if (b["granularity"])
-    rule.span_ms = ParseGranularity(ctx, b["granularity"], ctx.String(b, "granularity", "'bucket'"));
-  else ctx.Fail(b, "missing 'span' or 'granularity' in 'bucket', expected e.g. span: 1h");
+  ctx.Step([&] {
+    const std::string duration = "a duration like 90s, 15m, 1h or 1d";
+    if (b["span"] && b["granularity"])
+      ctx.Fail(b["granularity"], "give either 'span' or 'granularity', not both");
+    if (b["span"]) rule.span_ms = ParseSpan(ctx, b["span"], ctx.String(b, "span", "'bucket'", duration));
+    else if (b["granularity"])
+      rule.span_ms = ParseGranularity(
+          ctx, b["granularity"],
+          ctx.String(b, "granularity", "'bucket'", "one of: second, minute, hour, day"));
+    else ctx.Fail(b, "missing 'span' or 'granularity' in 'bucket', expected e.g. span: 1h");
+  });
 
-  rule.bucket_time_field = ctx.OptionalString(b, "bucket_time", "start");
-  ctx.CheckFieldName(b["bucket_time"] ? b["bucket_time"] : b, rule.bucket_time_field, "bucket_time");
-  rule.measurements_field = ctx.OptionalString(b, "measurements", "m");
-  ctx.CheckFieldName(b["measurements"] ? b["measurements"] : b, rule.measurements_field,
-                     "measurements");
+  bool names_ok = ctx.Step([&] {
+    rule.bucket_time_field = ctx.OptionalString(b, "bucket_time", "start", "a field name");
+    if (b["bucket_time"]) ctx.CheckFieldName(b["bucket_time"], rule.bucket_time_field, "bucket_time");
+  });
+  names_ok &= ctx.Step([&] {
+    rule.measurements_field = ctx.OptionalString(b, "measurements", "m", "a field name");
+    if (b["measurements"])
+      ctx.CheckFieldName(b["measurements"], rule.measurements_field, "measurements");
+  });
 
-  rule.measurement_fields = ctx.StringList(b, "fields");
-  for (const auto& f : rule.measurement_fields) ctx.CheckFieldName(b["fields"], f, "field");
-  if (!rule.measurement_fields.empty() &&
+  bool fields_ok = ctx.Step([&] {
+    rule.measurement_fields = ctx.StringList(b, "fields");
+    for (const auto& f : rule.measurement_fields) ctx.CheckFieldName(b["fields"], f, "field");
+  });
+  if (time_ok && fields_ok && !rule.measurement_fields.empty() &&
       std::find(rule.measurement_fields.begin(), rule.measurement_fields.end(), rule.time_field) ==
           rule.measurement_fields.end())
-    ctx.Fail(b["fields"], "'fields' must include the time field '" + rule.time_field + "'");
+    ctx.Report(b["fields"], "'fields' must include the time field '" + rule.time_field + "'");
 
-  CheckBucketNames(ctx, b, rule);
-  if (YAML::Node s = b["summaries"]) rule.summaries = ParseSummaries(ctx, s, rule);
-  if (YAML::Node m = b["max_count"]) rule.max_count = ParseMaxCount(ctx, m);
+  if (meta_ok && time_ok && names_ok) CheckBucketNames(ctx, b, rule);
+  if (YAML::Node s = b["summaries"]) {
+    bool fields_known = meta_ok && time_ok && fields_ok;
+    ctx.Step([&] { rule.summaries = ParseSummaries(ctx, s, rule, fields_known); });
+  }
+  if (YAML::Node m = b["max_count"]) ctx.Step([&] { rule.max_count = ParseMaxCount(ctx, m); });
   return rule;
 }
 
@@ -151,5 +199,17 @@ std::vector<WrittenNamespace> BucketRule::Writes() const {
 }
 
 std::string BucketRule::Describe() const { return logical.full() + " -> " + buckets.full(); }
+
+std::string BucketRule::OnRemoval() const {
+  return "the readings stay in the bucket collection " + buckets.full() + ", and reads of " +
+         logical.full() + " no longer return them until the rule is back (or the readings are "
+         "migrated back to " + logical.full() + ")";
+}
+
+std::string BucketRule::OnAddition() const {
+  return "documents already in " + logical.full() + " are not converted: reads of " +
+         logical.full() + " now return the readings of " + buckets.full() +
+         " only, and those documents stay where they are, unread, until they are migrated";
+}
 
 }  // namespace remold

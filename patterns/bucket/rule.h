@@ -53,6 +53,11 @@ struct BucketRule {
   std::vector<WrittenNamespace> Writes() const;
   // "db.coll -> db.buckets", for `remold check`.
   std::string Describe() const;
+  // What becomes of the stored data when a running proxy drops the rule,
+  // and of data written before when it gains the rule (one sentence each,
+  // for the reload's warning).
+  std::string OnRemoval() const;
+  std::string OnAddition() const;
 
   // Field names of the maintained summaries in a bucket document.
   static constexpr const char* kCountField = "count";

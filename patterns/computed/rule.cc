@@ -15,7 +15,8 @@
 //       total: {sum: {each: items, of: {product: [price, qty]}}}
 //     on_client_write: reject         # or overwrite
 //
-// Errors are thrown as RuleError (rules/file_context.h).
+// Mistakes are reported through the FileContext (rules/file_context.h),
+// every one of them.
 #include "patterns/computed/rule.h"
 
 #include <yaml-cpp/yaml.h>
@@ -90,6 +91,9 @@ Expression ParseExpression(const FileContext& ctx, const YAML::Node& node, int d
                            bool in_each, std::set<std::string>& inputs) {
   if (depth > kMaxExpressionDepth) ctx.Fail(node, "expression nested too deeply (at most 32 levels)");
   Expression e;
+  if (TypeOf(node) == YamlType::kBool)
+    ctx.Fail(node, "an expression is " + Found(node) + ", expected a field path, a number, or {literal: " +
+                       node.Scalar() + "} for the value");
   if (node.IsScalar()) {
     std::string text = node.as<std::string>();
     if (node.Tag() != "!") {
@@ -109,7 +113,10 @@ Expression ParseExpression(const FileContext& ctx, const YAML::Node& node, int d
     ctx.Fail(node, "an expression must be a field path, a number, or a mapping with one of: " +
                        OperatorList());
   // YAML mappings are unordered: {of: ..., each: ...} is an each too.
-  std::string op = node["each"] ? "each" : node.begin()->first.as<std::string>();
+  if (!node.begin()->first.IsScalar())
+    ctx.Fail(node.begin()->first, "an expression operator is " + Found(node.begin()->first) +
+                                      ", expected one of: " + OperatorList());
+  std::string op = node["each"] ? "each" : node.begin()->first.Scalar();
   auto it = OperatorNames().find(op);
   if (it == OperatorNames().end())
     ctx.Fail(node.begin()->first, "unknown expression operator '" + op + "', expected one of: " +
@@ -118,8 +125,7 @@ Expression ParseExpression(const FileContext& ctx, const YAML::Node& node, int d
   const YAML::Node value = node[op];
   if (e.kind == Expression::Kind::kEach) {
     ctx.CheckKeys(node, "'each'", {"each", "of"});
-    if (!value.IsScalar()) ctx.Fail(value, "'each' must name an array field");
-    e.path = value.as<std::string>();
+    e.path = ctx.StringValue(value, "'each'", "the name of an array field");
     CheckPath(ctx, value, e.path);
     if (!in_each) inputs.insert(TopLevel(e.path));
     if (!node["of"]) ctx.Fail(node, "'each' needs 'of', the expression for one element");
@@ -133,8 +139,7 @@ Expression ParseExpression(const FileContext& ctx, const YAML::Node& node, int d
       e.literal = ParseLiteral(ctx, value);
       return e;
     case Expression::Kind::kCount:
-      if (!value.IsScalar()) ctx.Fail(value, "'count' must name an array field");
-      e.path = value.as<std::string>();
+      e.path = ctx.StringValue(value, "'count'", "the name of an array field");
       CheckPath(ctx, value, e.path);
       if (!in_each) inputs.insert(TopLevel(e.path));
       return e;
@@ -158,22 +163,27 @@ std::vector<ComputedField> ParseComputedFields(const FileContext& ctx, const YAM
     ctx.Fail(map, "'" + where + "' must map field names to expressions");
   std::vector<ComputedField> out;
   std::set<std::string> names;
+  bool all_ok = true;
   for (const auto& entry : map) {
-    ComputedField field;
-    field.field = entry.first.as<std::string>();
-    ctx.CheckFieldName(entry.first, field.field, "computed field");
-    if (field.field == "_id") ctx.Fail(entry.first, "'_id' cannot be a computed field");
-    if (!names.insert(field.field).second)
-      ctx.Fail(entry.first, "computed field '" + field.field + "' is defined twice");
-    std::set<std::string> inputs;
-    field.expression = ParseExpression(ctx, entry.second, 0, false, inputs);
-    field.inputs.assign(inputs.begin(), inputs.end());
-    out.push_back(std::move(field));
+    all_ok &= ctx.Step([&] {
+      ComputedField field;
+      field.field = ctx.KeyName(entry.first, "computed field");
+      if (!ctx.CheckFieldName(entry.first, field.field, "computed field")) return;
+      if (field.field == "_id") ctx.Fail(entry.first, "'_id' cannot be a computed field");
+      if (!names.insert(field.field).second)
+        ctx.Fail(entry.first, "computed field '" + field.field + "' is defined twice");
+      std::set<std::string> inputs;
+      field.expression = ParseExpression(ctx, entry.second, 0, false, inputs);
+      field.inputs.assign(inputs.begin(), inputs.end());
+      out.push_back(std::move(field));
+    });
   }
+  // A field that could not be read may be what another one reads.
+  if (!all_ok) return out;
   for (const auto& field : out) {
     for (const auto& other : out) {
       if (std::count(other.inputs.begin(), other.inputs.end(), field.field))
-        ctx.Fail(map, "computed field '" + other.field + "' reads computed field '" + field.field +
+        ctx.Report(map, "computed field '" + other.field + "' reads computed field '" + field.field +
                           "', expected expressions over stored fields only");
     }
   }
@@ -183,7 +193,7 @@ std::vector<ComputedField> ParseComputedFields(const FileContext& ctx, const YAM
 MaintainedField ParseMaintained(const FileContext& ctx, const std::string& name, const YAML::Node& spec) {
   MaintainedField field;
   field.field = name;
-  if (spec.IsScalar() && spec.as<std::string>() == "count") {
+  if (TypeOf(spec) == YamlType::kString && spec.Scalar() == "count") {
     field.op = MaintainedField::Op::kCount;
     return field;
   }
@@ -193,91 +203,113 @@ MaintainedField ParseMaintained(const FileContext& ctx, const std::string& name,
       {"latest", MaintainedField::Op::kLatest}};
   const std::string expected =
       "expected count, {sum: F}, {min: F}, {max: F} or {latest: F, by: G}";
-  if (!spec.IsMap() || spec.size() == 0) ctx.Fail(spec, "maintained field '" + name + "': " + expected);
-  std::string op = spec["latest"] ? "latest" : spec.begin()->first.as<std::string>();
+  if (!spec.IsMap() || spec.size() == 0)
+    ctx.Fail(spec, "maintained field '" + name + "' is " + Found(spec) + ", " + expected);
+  std::string op = spec["latest"] ? "latest" : spec.begin()->first.Scalar();
   auto it = kOps.find(op);
   if (it == kOps.end()) ctx.Fail(spec, "maintained field '" + name + "': unknown '" + op + "', " + expected);
   field.op = it->second;
   if (field.op == MaintainedField::Op::kCount) {
     ctx.CheckKeys(spec, "'" + name + "'", {"count"});
-    if (!spec["count"].IsScalar() || spec["count"].as<std::string>() != "true")
+    if (TypeOf(spec["count"]) != YamlType::kBool || !ParseBool(ctx, spec, "count", false))
       ctx.Fail(spec, "maintained field '" + name + "': write 'count' or {count: true}");
     return field;
   }
   if (field.op == MaintainedField::Op::kLatest) {
     ctx.CheckKeys(spec, "'" + name + "'", {"latest", "by"});
-    field.by = ctx.String(spec, "by", "'" + name + "' (the field that orders 'latest')");
+    field.by = ctx.String(spec, "by", "'" + name + "' (the field that orders 'latest')", "a field name");
     ctx.CheckFieldName(spec["by"], field.by, "source field");
   } else {
     ctx.CheckKeys(spec, "'" + name + "'", {op});
   }
-  field.of = ctx.String(spec, op, "'" + name + "'");
+  field.of = ctx.String(spec, op, "'" + name + "'", "a field name");
   ctx.CheckFieldName(spec[op], field.of, "source field");
   return field;
 }
 
+// Each key is read in a Step of its own, so every mistake is reported; a
+// check that combines keys runs only when those keys were read.
 ComputedAggregate ParseAggregate(const FileContext& ctx, const YAML::Node& a, const Namespace& logical) {
-  if (!a.IsMap()) ctx.Fail(a, "an aggregate must be a mapping with target, link and fields");
+  if (!a.IsMap())
+    ctx.Fail(a, "an aggregate is " + Found(a) + ", expected a mapping with target, link and fields");
   ctx.CheckKeys(a, "an aggregate", {"target", "link", "create_target", "fields", "derived"});
   ComputedAggregate aggregate;
-  std::string target = ctx.String(a, "target", "an aggregate");
-  aggregate.target = target.find('.') == std::string::npos
-                         ? Namespace{logical.db, target}
-                         : ParseNamespace(ctx, a["target"], target);
-  if (target.empty() || target.find('$') != std::string::npos)
-    ctx.Fail(a["target"], "target '" + target + "' must be 'collection' or 'database.collection'");
-  if (aggregate.target == logical)
-    ctx.Fail(a["target"], "the target is the rule's own collection; use 'fields' for same-document values");
+  ctx.Step([&] {
+    std::string target = ctx.String(a, "target", "an aggregate", "a collection name");
+    if (target.empty() || target.find('$') != std::string::npos)
+      ctx.Fail(a["target"], "target '" + target + "' must be 'collection' or 'database.collection'");
+    aggregate.target = target.find('.') == std::string::npos
+                           ? Namespace{logical.db, target}
+                           : ParseNamespace(ctx, a["target"], target);
+    if (aggregate.target == logical)
+      ctx.Fail(a["target"], "the target is the rule's own collection; use 'fields' for same-document values");
+  });
 
-  YAML::Node link = a["link"];
-  if (!link) ctx.Fail(a, "missing 'link' in an aggregate, expected {from: <source field>, to: <target field>}");
-  if (link.IsScalar()) {
-    aggregate.link_from = link.as<std::string>();
-    ctx.CheckFieldName(link, aggregate.link_from, "link field");
-  } else if (link.IsMap()) {
-    ctx.CheckKeys(link, "'link'", {"from", "to"});
-    aggregate.link_from = ctx.String(link, "from", "'link'");
-    ctx.CheckFieldName(link["from"], aggregate.link_from, "link field");
-    aggregate.link_to = ctx.OptionalString(link, "to", "_id");
-    ctx.CheckFieldName(link["to"] ? link["to"] : link, aggregate.link_to, "link field");
-  } else {
-    ctx.Fail(link, "'link' must be a source field name or {from: <source field>, to: <target field>}");
-  }
-  aggregate.create_target = ParseBool(ctx, a, "create_target", false);
+  bool link_ok = ctx.Step([&] {
+    YAML::Node link = a["link"];
+    if (!link) ctx.Fail(a, "missing 'link' in an aggregate, expected {from: <source field>, to: <target field>}");
+    if (link.IsMap()) {
+      ctx.CheckKeys(link, "'link'", {"from", "to"});
+      ctx.Step([&] {
+        aggregate.link_from = ctx.String(link, "from", "'link'", "a field name");
+        ctx.CheckFieldName(link["from"], aggregate.link_from, "link field");
+      });
+      ctx.Step([&] {
+        aggregate.link_to = ctx.OptionalString(link, "to", "_id", "a field name");
+        if (link["to"]) ctx.CheckFieldName(link["to"], aggregate.link_to, "link field");
+      });
+    } else {
+      aggregate.link_from = ctx.StringValue(
+          link, "'link'", "a source field name or {from: <source field>, to: <target field>}");
+      ctx.CheckFieldName(link, aggregate.link_from, "link field");
+    }
+  });
+  ctx.Step([&] { aggregate.create_target = ParseBool(ctx, a, "create_target", false); });
 
   YAML::Node fields = a["fields"];
-  if (!fields || !fields.IsMap() || fields.size() == 0)
-    ctx.Fail(fields ? fields : a, "'fields' must map target field names to count, sum, min, max or latest");
   std::set<std::string> names;
-  for (const auto& entry : fields) {
-    std::string name = entry.first.as<std::string>();
-    ctx.CheckFieldName(entry.first, name, "maintained field");
-    if (name == "_id" || name == aggregate.link_to)
-      ctx.Fail(entry.first, "'" + name + "' identifies the target; it cannot be maintained");
-    if (!names.insert(name).second) ctx.Fail(entry.first, "field '" + name + "' is maintained twice");
-    aggregate.fields.push_back(ParseMaintained(ctx, name, entry.second));
-  }
-  for (auto& field : aggregate.fields) {
-    if (field.op != MaintainedField::Op::kLatest) continue;
-    for (const auto& other : aggregate.fields) {
-      if (other.op == MaintainedField::Op::kMax && other.of == field.by) field.by_field = other.field;
+  bool fields_ok = ctx.Step([&] {
+    if (!fields || !fields.IsMap() || fields.size() == 0)
+      ctx.Fail(fields ? fields : a, "'fields' must map target field names to count, sum, min, max or latest");
+    for (const auto& entry : fields) {
+      ctx.Step([&] {
+        std::string name = ctx.KeyName(entry.first, "maintained field");
+        if (!ctx.CheckFieldName(entry.first, name, "maintained field")) return;
+        if (name == "_id" || (link_ok && name == aggregate.link_to))
+          ctx.Fail(entry.first, "'" + name + "' identifies the target; it cannot be maintained");
+        if (!names.insert(name).second) ctx.Fail(entry.first, "field '" + name + "' is maintained twice");
+        aggregate.fields.push_back(ParseMaintained(ctx, name, entry.second));
+      });
     }
-    if (field.by_field.empty())
-      ctx.Fail(fields[field.field], "'" + field.field + "' is the latest by '" + field.by +
-                                        "': declare a field {max: " + field.by + "} beside it");
+  });
+  // 'latest' needs the max of its order beside it; unknowable if a field is unreadable.
+  if (fields_ok) {
+    for (auto& field : aggregate.fields) {
+      if (field.op != MaintainedField::Op::kLatest) continue;
+      for (const auto& other : aggregate.fields) {
+        if (other.op == MaintainedField::Op::kMax && other.of == field.by) field.by_field = other.field;
+      }
+      if (field.by_field.empty())
+        ctx.Report(fields[field.field], "'" + field.field + "' is the latest by '" + field.by +
+                                            "': declare a field {max: " + field.by + "} beside it");
+    }
   }
   if (a["derived"]) {
-    aggregate.derived = ParseComputedFields(ctx, a["derived"], "derived");
-    for (const auto& d : aggregate.derived) {
-      if (names.count(d.field)) ctx.Fail(a["derived"], "field '" + d.field + "' is both maintained and derived");
-      if (d.field == aggregate.link_to)
-        ctx.Fail(a["derived"], "'" + d.field + "' identifies the target; it cannot be derived");
-      for (const auto& input : d.inputs) {
-        if (!names.count(input))
-          ctx.Fail(a["derived"], "derived field '" + d.field + "' reads '" + input +
-                                     "', expected only maintained fields of this aggregate");
+    ctx.Step([&] {
+      aggregate.derived = ParseComputedFields(ctx, a["derived"], "derived");
+      for (const auto& d : aggregate.derived) {
+        if (names.count(d.field)) ctx.Report(a["derived"], "field '" + d.field + "' is both maintained and derived");
+        if (link_ok && d.field == aggregate.link_to)
+          ctx.Report(a["derived"], "'" + d.field + "' identifies the target; it cannot be derived");
+        for (const auto& input : d.inputs) {
+          bool derived = std::any_of(aggregate.derived.begin(), aggregate.derived.end(),
+                                     [&](const ComputedField& o) { return o.field == input; });
+          if (fields_ok && !names.count(input) && !derived)  // derived: reported as such
+            ctx.Report(a["derived"], "derived field '" + d.field + "' reads '" + input +
+                                         "', expected only maintained fields of this aggregate");
+        }
       }
-    }
+    });
   }
   std::vector<std::string>& inputs = aggregate.inputs;
   inputs.push_back(aggregate.link_from);
@@ -298,10 +330,19 @@ ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
   ctx.CheckKeys(c, "'computed'", {"aggregates", "fields", "on_client_write"});
   ComputedRule rule;
   rule.logical = logical;
+  std::vector<YAML::Node> aggregate_nodes;  // of rule.aggregates, index for index
   if (YAML::Node list = c["aggregates"]) {
-    if (!list.IsSequence() || list.size() == 0)
-      ctx.Fail(list, "'aggregates' must be a list of {target, link, fields}");
-    for (const auto& a : list) rule.aggregates.push_back(ParseAggregate(ctx, a, logical));
+    ctx.Step([&] {
+      if (!list.IsSequence() || list.size() == 0)
+        ctx.Fail(list, "'aggregates' is " + Found(list) + ", expected a non-empty list of {target, link, fields}");
+      for (const auto& a : list) {
+        ComputedAggregate aggregate;
+        if (ctx.Step([&] { aggregate = ParseAggregate(ctx, a, logical); })) {
+          rule.aggregates.push_back(std::move(aggregate));
+          aggregate_nodes.push_back(a);
+        }
+      }
+    });
     for (size_t i = 0; i < rule.aggregates.size(); ++i) {
       for (size_t j = 0; j < i; ++j) {
         const auto& x = rule.aggregates[i];
@@ -317,29 +358,35 @@ ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
         std::set<std::string> theirs = written(y);
         for (const auto& f : written(x)) {
           if (theirs.count(f))
-            ctx.Fail(list[i], "field '" + f + "' of " + x.target.full() +
-                                  " is maintained by two aggregates");
+            ctx.Report(aggregate_nodes[i], "field '" + f + "' of " + x.target.full() +
+                                               " is maintained by two aggregates");
         }
       }
     }
   }
-  if (c["fields"]) rule.fields = ParseComputedFields(ctx, c["fields"], "fields");
-  for (size_t i = 0; i < rule.aggregates.size(); ++i) {
-    for (const auto& input : rule.aggregates[i].inputs) {
-      for (const auto& field : rule.fields) {
-        if (field.field == input)
-          ctx.Fail(c["aggregates"][i], "the aggregate reads '" + input +
-                                           "', a computed field of this collection; aggregates are "
-                                           "maintained from stored fields only (aggregate its inputs)");
+  bool fields_ok = true;
+  if (c["fields"])
+    fields_ok = ctx.Step([&] { rule.fields = ParseComputedFields(ctx, c["fields"], "fields"); });
+  if (fields_ok) {
+    for (size_t i = 0; i < rule.aggregates.size(); ++i) {
+      for (const auto& input : rule.aggregates[i].inputs) {
+        for (const auto& field : rule.fields) {
+          if (field.field == input)
+            ctx.Report(aggregate_nodes[i], "the aggregate reads '" + input +
+                                               "', a computed field of this collection; aggregates are "
+                                               "maintained from stored fields only (aggregate its inputs)");
+        }
       }
     }
   }
-  if (rule.aggregates.empty() && rule.fields.empty())
-    ctx.Fail(c, "a computed rule needs 'aggregates', 'fields', or both");
-  std::string mode = ctx.OptionalString(c, "on_client_write", "reject");
-  if (mode == "reject") rule.on_client_write = ComputedRule::ClientWrite::kReject;
-  else if (mode == "overwrite") rule.on_client_write = ComputedRule::ClientWrite::kOverwrite;
-  else ctx.Fail(c["on_client_write"], "'on_client_write' must be reject or overwrite");
+  if (!c["aggregates"] && !c["fields"])
+    ctx.Report(c, "a computed rule needs 'aggregates', 'fields', or both");
+  ctx.Step([&] {
+    std::string mode = ctx.OptionalString(c, "on_client_write", "reject", "reject or overwrite");
+    if (mode == "reject") rule.on_client_write = ComputedRule::ClientWrite::kReject;
+    else if (mode == "overwrite") rule.on_client_write = ComputedRule::ClientWrite::kOverwrite;
+    else ctx.Fail(c["on_client_write"], "'on_client_write' must be reject or overwrite");
+  });
   return rule;
 }
 
@@ -363,6 +410,20 @@ std::string ComputedRule::Describe() const {
            std::to_string(aggregate.fields.size() + aggregate.derived.size()) + " field(s))";
   if (!fields.empty()) out += ", " + std::to_string(fields.size()) + " computed field(s)";
   return out;
+}
+
+std::string ComputedRule::OnRemoval() const {
+  std::string what;
+  for (const ComputedAggregate& aggregate : aggregates)
+    what += (what.empty() ? "the maintained fields of " : ", ") + aggregate.target.full();
+  if (!fields.empty()) what += (what.empty() ? "" : " and ") + std::string("the computed fields of ") + logical.full();
+  return what + " are no longer maintained; once the rule is back, run `remold reconcile` to "
+                "repair them";
+}
+
+std::string ComputedRule::OnAddition() const {
+  return "values computed before are not checked: run `remold reconcile` to bring them in step "
+         "with the data already stored";
 }
 
 }  // namespace remold

@@ -97,6 +97,11 @@ struct ComputedRule {
   std::vector<WrittenNamespace> Writes() const;
   // "db.coll -> db.target (N field(s)), M computed field(s)", for `remold check`.
   std::string Describe() const;
+  // What becomes of the stored data when a running proxy drops the rule,
+  // and of data written before when it gains the rule (one sentence each,
+  // for the reload's warning).
+  std::string OnRemoval() const;
+  std::string OnAddition() const;
 };
 
 }  // namespace remold

@@ -208,9 +208,11 @@ TEST(ComputedRuleLoader, Literals) {
     EXPECT_EQ(rule.fields[0].expression.literal, c.literal);
     EXPECT_TRUE(rule.fields[0].inputs.empty());
   }
-  // Plain scalars that are not numbers are field paths: "true", and the
-  // words from_chars would read as numbers (nan, inf, infinity).
-  for (const char* path : {"true", "nan", "inf", "-Infinity", "\"7\"", "x1"}) {
+  // Plain scalars that are not numbers are field paths: the words
+  // from_chars would read as numbers (nan, inf, infinity). Quoted scalars
+  // are field paths too. (A plain true is a boolean, refused: see
+  // loader/computed/expression_a_boolean.)
+  for (const char* path : {"\"true\"", "nan", "inf", "-Infinity", "\"7\"", "x1"}) {
     SCOPED_TRACE(path);
     ComputedRule rule = LoadComputed(WithExpression(path));
     ASSERT_EQ(rule.fields.size(), 1u);

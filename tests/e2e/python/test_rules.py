@@ -134,7 +134,12 @@ def test_check_reports_the_file_and_line(tmp_path, text, line, words):
     assert result.returncode != 0, f"exit 0 for a bad rule; stdout: {result.stdout}"
     assert result.returncode > 0, f"killed by signal {-result.returncode}"
     errors = error_lines(result.stderr, bad)
-    assert len(errors) == 1, f"expected one FILE:LINE error about {bad}, got stderr:\n{result.stderr}"
+    # Every mistake is reported; a misspelt section is also a missing one.
+    count = 2 if "buckets:" in text else 1
+    assert len(errors) == count, f"expected {count} FILE:LINE error(s) about {bad}, got stderr:\n{result.stderr}"
+    if count == 2:
+        assert errors[0] == (1, "missing 'bucket' section, expected the bucket rule's options"), errors
+        errors = errors[1:]
     got_line, message = errors[0]
     if line is not None:
         assert got_line == line, f"error at line {got_line}, expected {line}: {message}"
@@ -151,6 +156,31 @@ def test_check_reports_every_bad_file(tmp_path):
     assert result.returncode != 0
     assert [line for line, _ in error_lines(result.stderr, one)] == [7]
     assert [line for line, _ in error_lines(result.stderr, two)] == [8]
+
+
+def test_check_reports_every_error_of_a_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("namespace: iot.r\npattern: bucket\nbucket:\n  collection: 5\n  meta: [sensor, 7]\n"
+                   "  time: at\n  span: 0h\n  max_count: \"100\"\n  colour: red\n")
+    result = run_remold("check", str(tmp_path))
+    assert result.returncode == 1, f"exit {result.returncode}: {result.stderr}"
+    errors = error_lines(result.stderr, bad)
+    assert [line for line, _ in errors] == [4, 5, 7, 8, 9], result.stderr
+    assert "'collection' is the integer 5, expected a collection name" in errors[0][1]
+    assert "an item of 'meta' is the integer 7" in errors[1][1]
+    assert "span '0h'" in errors[2][1]
+    assert "max_count is the string '100', expected an integer" in errors[3][1]
+    assert "unknown key 'colour'" in errors[4][1]
+    assert "5 error(s)" in result.stderr
+    assert result.stdout == ""
+
+
+def test_check_accepts_quoted_numbers_as_names(tmp_path):
+    (tmp_path / "r.yaml").write_text('namespace: iot.r\npattern: bucket\nbucket:\n  collection: "5"\n'
+                                     '  meta: ["7"]\n  time: at\n  span: 1h\n')
+    result = run_remold("check", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "iot.r -> iot.5" in result.stdout
 
 
 def test_check_rejects_conflicting_rules(tmp_path):
@@ -453,3 +483,83 @@ def test_cursor_opened_before_a_reload_keeps_working(tmp_path, reload_db, privat
              lambda: where_does_an_insert_go(client, direct_client, db) == "buckets", remold=remold)
     rest = list(cursor)
     assert first + rest == docs
+
+
+# --------------------------------------------------------------------------
+# Removing and adding rules: the data stays where the rule put it, and the
+# reload says so.
+
+
+def attribute_rule_text(db: str, collection: str) -> str:
+    return (f"namespace: {db}.{collection}\n"
+            "pattern: attribute\n"
+            "attribute:\n"
+            "  except: [name]\n")
+
+
+def warning_lines(stderr: str, text: str) -> list[str]:
+    return [line for line in stderr.splitlines() if " warning " in line and text in line]
+
+
+def test_removing_a_rule_warns_what_becomes_of_its_data(tmp_path, reload_db, private_remold,
+                                                        direct_client, make_client):
+    db = reload_db
+    rules, scratch = tmp_path / "rules", tmp_path / "scratch"
+    rules.mkdir()
+    scratch.mkdir()
+    readings_rule, products_rule = rules / "readings.yaml", rules / "products.yaml"
+    readings_rule.write_text(rule_text(db, "readings", "readings_buckets"))
+    products_rule.write_text(attribute_rule_text(db, "products"))
+    remold = private_remold(extra_args=("--rules", str(rules)))
+    client = make_client(remold.uri)
+    readings = [{"_id": i, "sensor": "s1", "at": T0 + i * MINUTE, "temp": float(i)} for i in range(5)]
+    client[db]["readings"].insert_many(readings)
+    client[db]["products"].insert_one({"_id": 1, "name": "laptop", "ram_gb": 16})
+    assert list(client[db]["readings"].find().sort("_id", 1)) == readings
+    assert list(client[db]["products"].find()) == [{"_id": 1, "name": "laptop", "ram_gb": 16}]
+    # Rules in force at start are not "added".
+    assert not warning_lines(remold.stderr(), "added:"), remold.stderr()
+
+    # The bucket rule's file is deleted.
+    readings_rule.unlink()
+    wait_for("the removal of the bucket rule is logged",
+             lambda: warning_lines(remold.stderr(), "rule 'readings'"), remold=remold)
+    [line] = warning_lines(remold.stderr(), "rule 'readings'")
+    assert f"rule 'readings' (bucket, {db}.readings) removed: " in line, line
+    assert f"the readings stay in the bucket collection {db}.readings_buckets" in line, line
+    assert f"reads of {db}.readings no longer return them until the rule is back" in line, line
+    # As the warning says: the readings are in the buckets, and a read of the
+    # collection answers what the plain collection on the backend holds.
+    stored = sum(b["count"] for b in direct_client[db]["readings_buckets"].find())
+    assert stored == len(readings)
+    assert list(client[db]["readings"].find()) == list(direct_client[db]["readings"].find()) == []
+
+    # The attribute rule now names another collection: products loses its rule.
+    replace_file(products_rule, attribute_rule_text(db, "elsewhere"), scratch)
+    wait_for("the removal of the attribute rule and the new rule are logged",
+             lambda: warning_lines(remold.stderr(), f"rule 'products' (attribute, {db}.elsewhere) added"),
+             remold=remold)
+    lines = warning_lines(remold.stderr(), "rule 'products'")
+    assert any(f"rule 'products' (attribute, {db}.products) removed: the documents stay as stored: "
+               f"reads of {db}.products return the attributes as the array 'specs' of {{k, v}} pairs"
+               in line for line in lines), lines
+    assert any(f"rule 'products' (attribute, {db}.elsewhere) added: documents already in "
+               f"{db}.elsewhere are not converted" in line for line in lines), lines
+    # As the warning says: reads return the stored form, exactly the backend's.
+    through = list(client[db]["products"].find())
+    assert through == list(direct_client[db]["products"].find())
+    assert through == [{"_id": 1, "name": "laptop", "specs": [{"k": "ram_gb", "v": 16}]}]
+    assert client[db]["products"].count_documents({"ram_gb": 16}) == 0
+
+    # The bucket rule comes back: its readings are read again, and the
+    # addition is logged.
+    replace_file(readings_rule, rule_text(db, "readings", "readings_buckets"), scratch)
+    wait_for("the bucket rule applies again",
+             lambda: client[db]["readings"].count_documents({}) == len(readings), remold=remold)
+    assert list(client[db]["readings"].find().sort("_id", 1)) == readings
+    wait_for("the addition is logged",
+             lambda: warning_lines(remold.stderr(), f"rule 'readings' (bucket, {db}.readings) added: "
+                                   f"documents already in {db}.readings are not converted"),
+             remold=remold)
+    assert remold.alive()
+    assert remold.terminate() == 0
