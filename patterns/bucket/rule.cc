@@ -6,6 +6,7 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <string>
 
 #include "rules/file_context.h"
 
@@ -39,11 +40,12 @@ int64_t ParseGranularity(const FileContext& ctx, const YAML::Node& node, const s
 // Bucket-level names must not collide with each other.
 void CheckBucketNames(const FileContext& ctx, const YAML::Node& b, const BucketRule& rule) {
   std::set<std::string> bucket_names = {"_id", BucketRule::kCountField, BucketRule::kSumField,
-                                        BucketRule::kMinField, BucketRule::kMaxField};
+                                        BucketRule::kMinField, BucketRule::kMaxField,
+                                        BucketRule::kBytesField};
   auto claim = [&](const YAML::Node& node, const std::string& name, const std::string& what) {
     if (!bucket_names.insert(name).second)
       ctx.Fail(node, what + " '" + name + "' collides with another bucket field (reserved: _id, "
-                     "count, sum, min, max, the meta fields, bucket_time and measurements)");
+                     "count, sum, min, max, bytes, the meta fields, bucket_time and measurements)");
   };
   for (const auto& f : rule.meta_fields) claim(b["meta"], f, "meta field");
   claim(b["bucket_time"] ? b["bucket_time"] : b, rule.bucket_time_field, "bucket_time");
@@ -96,12 +98,24 @@ int32_t ParseMaxCount(const FileContext& ctx, const YAML::Node& m) {
     return static_cast<int32_t>(value);
 }
 
+int32_t ParseMaxBytes(const FileContext& ctx, const YAML::Node& m) {
+  int64_t value = 0;
+  std::string text = m.IsScalar() ? m.as<std::string>() : "";
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1024 ||
+      value > BucketRule::kMaxMaxBytes)
+    ctx.Fail(m, "max_bytes must be an integer from 1024 to " +
+                    std::to_string(BucketRule::kMaxMaxBytes));
+  return static_cast<int32_t>(value);
+}
+
 }  // namespace
 
 BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const Namespace& logical) {
   ctx.CheckKeys(b, "'bucket'",
                 {"collection", "meta", "time", "span", "granularity", "bucket_time",
-                 "measurements", "fields", "summaries", "max_count"});
+                 "measurements", "fields", "extra_fields", "summaries", "max_count",
+                 "max_bytes"});
 
   BucketRule rule;
   rule.logical = logical;
@@ -137,9 +151,19 @@ BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const 
           rule.measurement_fields.end())
     ctx.Fail(b["fields"], "'fields' must include the time field '" + rule.time_field + "'");
 
+  if (b["extra_fields"]) {
+    std::string extra = ctx.String(b, "extra_fields", "'bucket'");
+    if (extra != "error" && extra != "drop")
+      ctx.Fail(b["extra_fields"], "extra_fields '" + extra + "' must be error or drop");
+    if (rule.measurement_fields.empty())
+      ctx.Fail(b["extra_fields"], "extra_fields applies only with 'fields'");
+    rule.drop_extra_fields = extra == "drop";
+  }
+
   CheckBucketNames(ctx, b, rule);
   if (YAML::Node s = b["summaries"]) rule.summaries = ParseSummaries(ctx, s, rule);
   if (YAML::Node m = b["max_count"]) rule.max_count = ParseMaxCount(ctx, m);
+  if (YAML::Node m = b["max_bytes"]) rule.max_bytes = ParseMaxBytes(ctx, m);
   return rule;
 }
 
