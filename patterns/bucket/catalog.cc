@@ -29,6 +29,21 @@ std::string ReplaceAll(std::string text, std::string_view from, std::string_view
   return text;
 }
 
+// A backend error about the bucket collection, as the client's: every
+// string naming `buckets` names `logical` instead.
+Doc ErrorNamingLogical(const Doc& reply, const std::string& buckets, const std::string& logical) {
+  Doc out;
+  bson_iter_t it;
+  bson_iter_init(&it, reply.get());
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it))  // errmsg (and $err, ns from some servers)
+      AppendString(out.mut(), key, ReplaceAll(bson_iter_utf8(&it, nullptr), buckets, logical));
+    else AppendValue(out.mut(), key, it);
+  }
+  return out;
+}
+
 void CopyClusterFields(const Doc& from, bson_t* to) {
   for (const char* key : {"$clusterTime", "operationTime"}) {
     if (auto v = Find(from.get(), key)) AppendValue(to, key, *v);
@@ -76,14 +91,7 @@ Plan RewriteBucketCreate(const Command& command, const BucketRule& rule, const s
     ShapedReply out;
     if (!IsOkReply(replies.front())) {
       // The client created `logical`: the error names that namespace.
-      bson_iter_t it;
-      bson_iter_init(&it, replies.front().get());
-      while (bson_iter_next(&it)) {
-        std::string_view key = bson_iter_key(&it);
-        if (BSON_ITER_HOLDS_UTF8(&it))  // errmsg (and $err, ns from some servers)
-          AppendString(out.reply.mut(), key, ReplaceAll(bson_iter_utf8(&it, nullptr), buckets, logical));
-        else AppendValue(out.reply.mut(), key, it);
-      }
+      out.reply = ErrorNamingLogical(replies.front(), buckets, logical);
       return out;
     }
     BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);
@@ -96,9 +104,12 @@ Plan RewriteBucketCreate(const Command& command, const BucketRule& rule, const s
 Plan RewriteBucketListIndexes(const Command& command, const BucketRule& rule) {
   Plan plan;
   plan.commands.push_back(RedirectedToBuckets(command, rule, "listIndexes"));
-  plan.shape = [logical = rule.logical.full()](std::span<const Doc> replies) {
+  plan.commands.back().may_fail = true;  // its error is shaped below
+  plan.shape = [buckets = rule.buckets.full(), logical = rule.logical.full()](
+                   std::span<const Doc> replies) {
     ShapedReply out;
-    out.reply = WithCursor(replies.front(), logical, std::nullopt);
+    if (!IsOkReply(replies.front())) out.reply = ErrorNamingLogical(replies.front(), buckets, logical);
+    else out.reply = WithCursor(replies.front(), logical, std::nullopt);
     return out;
   };
   return plan;
