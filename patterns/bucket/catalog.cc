@@ -129,8 +129,8 @@ Plan RefuseBucketCatalogCommand(const Command& command, const BucketRule& rule,
     why = "the readings are stored in bucket documents in " + rule.buckets.full() + "; run " +
           name + " on the bucket collection itself";
   return ImmediateReply(ErrorReply(error_codes::kCommandNotSupported,
-                                   who + ": " + name + " is not supported on a bucketed "
-                                   "collection: " + why));
+                                   who + ": command '" + name + "' is not supported on a "
+                                   "bucketed collection: " + why));
 }
 
 }  // namespace remold
