@@ -1,7 +1,7 @@
 // delete on a bucketed namespace: whole buckets only.
 //
 // A delete whose filter names only meta fields and a time range on bucket
-// boundaries removes exactly the buckets it covers; `n` is the number of
+// boundaries (at the top level or inside $and, nested too) removes exactly the buckets it covers; `n` is the number of
 // measurements they held, counted just before each statement's delete. A filter that
 // would cut through a bucket (or names other fields) is refused with a
 // clear error rather than trimming the bucket and its summaries.
@@ -63,12 +63,41 @@ std::optional<std::string> TimeBounds(const BucketRule& rule, const bson_iter_t&
   return std::nullopt;
 }
 
+std::optional<std::string> BucketFilter(const BucketRule& rule, const bson_t* q, bson_t* out);
+
+// `$and: [c1, c2, ...]` of accepted conditions (nested too): each conjunct
+// selects whole buckets, so their conjunction does; kept as an $and of the
+// translated conjuncts (two bounds on the time field stay two conditions).
+std::optional<std::string> AndFilter(const BucketRule& rule, const bson_iter_t& value, bson_t* out) {
+  if (!BSON_ITER_HOLDS_ARRAY(&value)) return "$and must be an array of conditions";
+  std::vector<Doc> conjuncts;
+  bson_iter_t child;
+  bson_iter_t copy = value;
+  bson_iter_recurse(&copy, &child);
+  while (bson_iter_next(&child)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) return "$and must be an array of conditions";
+    uint32_t length = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&child, &length, &data);
+    bson_t conjunct;
+    bson_init_static(&conjunct, data, length);
+    Doc translated;
+    if (auto error = BucketFilter(rule, &conjunct, translated.mut())) return error;
+    conjuncts.push_back(std::move(translated));
+  }
+  if (conjuncts.empty()) return "$and must be a non-empty array of conditions";
+  AppendArray(out, "$and", conjuncts);
+  return std::nullopt;
+}
+
 std::optional<std::string> BucketFilter(const BucketRule& rule, const bson_t* q, bson_t* out) {
   bson_iter_t it;
   bson_iter_init(&it, q);
   while (bson_iter_next(&it)) {
     std::string_view key = bson_iter_key(&it);
-    if (IsMeta(rule, key)) {
+    if (key == "$and") {
+      if (auto error = AndFilter(rule, it, out)) return error;
+    } else if (IsMeta(rule, key)) {
       AppendValue(out, key, it);
     } else if (key == rule.time_field) {
       if (auto error = TimeBounds(rule, it, out)) return error;
@@ -157,7 +186,7 @@ ShapedReply ShapeDelete(std::span<const Doc> replies) {
 
 }  // namespace
 
-Plan RewriteBucketDelete(const Command& command, const BucketRule& rule) {
+Plan RewriteBucketDelete(const Command& command, const BucketRule& rule, const std::string& who) {
   auto deletes = Find(command.body.get(), "deletes");
   if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
     return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
@@ -167,19 +196,19 @@ Plan RewriteBucketDelete(const Command& command, const BucketRule& rule) {
                                      "Write batch sizes must be between 1 and 100000. Got 0 operations."));
   if (statements.size() > 1 && Find(command.body.get(), "txnNumber"))
     return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
-        "bucket rule for " + rule.logical.full() + ": a retryable delete on a bucketed "
+        who + ": a retryable delete on a bucketed "
         "collection must have one statement; send the deletes one by one"));
   Plan plan;
   for (const Doc& statement : statements) {
     if (FindInteger(statement.get(), "limit").value_or(0) != 0)
       return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
-          "bucket rule for " + rule.logical.full() + ": deleteOne is not supported; readings are "
+          who + ": deleteOne is not supported; readings are "
           "deleted by whole buckets with deleteMany on meta fields and a bucket-aligned time range"));
     Doc q = FindDocument(statement.get(), "q").value_or(Doc());
     Doc filter;
     if (auto error = BucketFilter(rule, q.get(), filter.mut()))
       return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
-                                       "bucket rule for " + rule.logical.full() + ": " + *error));
+                                       who + ": " + *error));
     // Count the readings about to go (the client's n), then delete them.
     std::optional<bson_iter_t> collation = Find(statement.get(), "collation");
     plan.commands.push_back(CountCommand(command, rule, filter, collation));

@@ -44,7 +44,18 @@ struct Statement {
   std::vector<std::string> missing_meta;
   int64_t start_ms = 0;
   std::vector<Measurement> measurements;
+  int64_t bytes = 0;  // what the measurements add to the bucket's kBytesField
+  // The most kBytesField may reach: max_bytes, or less where large meta
+  // values leave less room below the maximum document size.
+  int64_t limit = 0;
 };
+
+// Bytes a measurement takes in the bucket's array besides its own: the
+// element's type byte and its index key ("0".."9999999" and a NUL).
+constexpr int64_t kElementOverhead = 9;
+// Room kept for the bucket's other fields (_id, start, count, bytes,
+// summaries, the array header) besides its meta values and readings.
+constexpr int64_t kBucketOverhead = 16 * 1024;
 
 struct WriteError {
   size_t index;
@@ -56,8 +67,31 @@ bool IsMeta(const BucketRule& rule, std::string_view key) {
   return std::find(rule.meta_fields.begin(), rule.meta_fields.end(), key) != rule.meta_fields.end();
 }
 
+bool IsListed(const BucketRule& rule, std::string_view key) {
+  return std::find(rule.measurement_fields.begin(), rule.measurement_fields.end(), key) !=
+         rule.measurement_fields.end();
+}
+
+// With `fields` (and no `extra_fields: drop`), the first field of `doc`
+// that would not be stored: neither a meta field nor listed.
+std::optional<std::string> ExtraField(const BucketRule& rule, const Reading& doc) {
+  if (rule.measurement_fields.empty() || rule.drop_extra_fields) return std::nullopt;
+  bson_iter_t it;
+  bson_iter_init(&it, doc.get());
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (!IsMeta(rule, key) && !IsListed(rule, key)) return std::string(key);
+  }
+  return std::nullopt;
+}
+
 // Checks one client document; fills the statement key on success.
-std::optional<std::string> Classify(const BucketRule& rule, const Reading& doc, Statement& out) {
+std::optional<std::string> Classify(const BucketRule& rule, const std::string& who,
+                                    const Reading& doc, Statement& out) {
+  if (auto extra = ExtraField(rule, doc))
+    return who + ": field '" + *extra + "' is not one of the rule's fields (meta fields and "
+           "'fields') and would be lost; add it to 'fields', or set 'extra_fields: drop' to drop "
+           "such fields";
   auto time = Find(doc.get(), rule.time_field);
   if (!time)
     return "document has no '" + rule.time_field + "' field; the bucket rule for " +
@@ -93,6 +127,20 @@ std::optional<std::string> Classify(const BucketRule& rule, const Reading& doc, 
   return std::nullopt;
 }
 
+// The BSON bytes of the measurement of `doc` (as AppendMeasurement writes
+// it) in a bucket's array.
+int64_t MeasurementBytes(const BucketRule& rule, const Reading& doc) {
+  int64_t bytes = 5 + kElementOverhead;  // the document's length and terminator
+  bson_iter_t it;
+  bson_iter_init(&it, doc.get());
+  while (bson_iter_next(&it)) {
+    std::string_view field = bson_iter_key(&it);
+    bool keep = rule.measurement_fields.empty() ? !IsMeta(rule, field) : IsListed(rule, field);
+    if (keep) bytes += static_cast<int64_t>(it.next_off - it.off);  // type, key, value
+  }
+  return bytes;
+}
+
 // Appends the measurement of `doc` (its fields but the meta fields, or the
 // rule's `fields`) to `out` under `key`.
 void AppendMeasurement(const BucketRule& rule, const Reading& doc, bson_t* out, const char* key,
@@ -103,10 +151,7 @@ void AppendMeasurement(const BucketRule& rule, const Reading& doc, bson_t* out, 
   bson_iter_init(&it, doc.get());
   while (bson_iter_next(&it)) {
     std::string_view field = bson_iter_key(&it);
-    bool keep = rule.measurement_fields.empty()
-                    ? !IsMeta(rule, field)
-                    : std::find(rule.measurement_fields.begin(), rule.measurement_fields.end(),
-                                field) != rule.measurement_fields.end();
+    bool keep = rule.measurement_fields.empty() ? !IsMeta(rule, field) : IsListed(rule, field);
     if (keep) AppendValue(&m, field, it);
   }
   bson_append_document_end(out, &m);
@@ -185,6 +230,7 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st) {
     bson_t inc;
     BSON_APPEND_DOCUMENT_BEGIN(u, "$inc", &inc);
     BSON_APPEND_INT32(&inc, BucketRule::kCountField, static_cast<int32_t>(st.measurements.size()));
+    BSON_APPEND_INT32(&inc, BucketRule::kBytesField, static_cast<int32_t>(st.bytes));
     for (size_t s = 0; s < rule.summaries.size(); ++s) {
       if (!rule.summaries[s].sum || !acc[s].any_sum) continue;
       std::string path = std::string(BucketRule::kSumField) + "." + rule.summaries[s].field;
@@ -225,6 +271,39 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st) {
   return update;
 }
 
+// The BSON type alias of a number, for $type; nullptr for other values.
+const char* NumberType(const bson_iter_t& value) {
+  if (BSON_ITER_HOLDS_INT32(&value)) return "int";
+  if (BSON_ITER_HOLDS_INT64(&value)) return "long";
+  if (BSON_ITER_HOLDS_DOUBLE(&value)) return "double";
+  if (BSON_ITER_HOLDS_DECIMAL128(&value)) return "decimal";
+  return nullptr;
+}
+
+// Equality compares numbers by value (7 == 7.0 == 7L), so the bucket of
+// `sensor: 7.0` would take readings of `sensor: 7` and give them back as
+// 7.0. A `$type` guard per number in the meta values (nested ones too)
+// keeps one bucket per typed value, so each reading reads back as written.
+void AppendTypeGuards(const bson_iter_t& value, const std::string& path, std::vector<Doc>& out) {
+  if (const char* type = NumberType(value)) {
+    // {$exists: true, $type: T}: $type alone says as much, but Extended
+    // JSON readers (libbson's, remold explain's) take a document starting
+    // with "$type" for a legacy binary value. Not an equality: the upsert
+    // takes the meta values from the equalities before the guards.
+    Doc guard, op;
+    BSON_APPEND_BOOL(op.mut(), "$exists", true);
+    AppendString(op.mut(), "$type", type);
+    AppendDoc(guard.mut(), path, op);
+    out.push_back(std::move(guard));
+  } else if (BSON_ITER_HOLDS_DOCUMENT(&value) || BSON_ITER_HOLDS_ARRAY(&value)) {
+    bson_iter_t child;
+    bson_iter_t copy = value;
+    bson_iter_recurse(&copy, &child);
+    while (bson_iter_next(&child))
+      AppendTypeGuards(child, path + "." + bson_iter_key(&child), out);
+  }
+}
+
 Doc BuildStatement(const BucketRule& rule, const Statement& st) {
   Doc q;
   bson_iter_t it;
@@ -232,11 +311,24 @@ Doc BuildStatement(const BucketRule& rule, const Statement& st) {
   while (bson_iter_next(&it)) AppendValue(q.mut(), bson_iter_key(&it), it);
   for (const auto& missing : st.missing_meta) BSON_APPEND_NULL(q.mut(), missing.c_str());
   bson_append_date_time(q.mut(), rule.bucket_time_field.c_str(), -1, st.start_ms);
+  std::vector<Doc> guards;
+  bson_iter_init(&it, st.meta.get());
+  while (bson_iter_next(&it)) AppendTypeGuards(it, bson_iter_key(&it), guards);
+  if (!guards.empty()) AppendArray(q.mut(), "$and", guards);
   if (rule.max_count) {
     bson_t lte;
     BSON_APPEND_DOCUMENT_BEGIN(q.mut(), BucketRule::kCountField, &lte);
     BSON_APPEND_INT32(&lte, "$lte",
                       *rule.max_count - static_cast<int32_t>(st.measurements.size()));
+    bson_append_document_end(q.mut(), &lte);
+  }
+  {
+    // Only a bucket with room for these bytes; none for a reading larger
+    // than the limit, which gets a bucket of its own. A bucket without the
+    // field (written before it existed) takes no more readings.
+    bson_t lte;
+    BSON_APPEND_DOCUMENT_BEGIN(q.mut(), BucketRule::kBytesField, &lte);
+    BSON_APPEND_INT32(&lte, "$lte", static_cast<int32_t>(st.limit - st.bytes));
     bson_append_document_end(q.mut(), &lte);
   }
 
@@ -259,22 +351,26 @@ std::vector<Statement> Coalesce(const BucketRule& rule,
   for (size_t i = 0; i < accepted_end; ++i) {
     if (!classified[i]) continue;
     const Statement& c = *classified[i];
+    auto has_room = [&](const Statement& st) {
+      return st.measurements.size() < max && st.bytes + c.bytes <= st.limit;
+    };
     size_t target = SIZE_MAX;
     if (ordered) {
-      if (!statements.empty() && statements.back().key == c.key &&
-          statements.back().measurements.size() < max)
+      if (!statements.empty() && statements.back().key == c.key && has_room(statements.back()))
         target = statements.size() - 1;
     } else {
       auto it = open.find(c.key);
-      if (it != open.end() && statements[it->second].measurements.size() < max) target = it->second;
+      if (it != open.end() && has_room(statements[it->second])) target = it->second;
     }
     if (target == SIZE_MAX) {
       statements.push_back(c);
       statements.back().measurements.clear();
+      statements.back().bytes = 0;
       target = statements.size() - 1;
       open[c.key] = target;
     }
     statements[target].measurements.push_back({i, docs[i]});
+    statements[target].bytes += c.bytes;
   }
   return statements;
 }
@@ -353,7 +449,8 @@ ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) 
 
 }  // namespace
 
-Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const Capabilities& caps) {
+Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const std::string& who,
+                         const Capabilities& caps) {
   Plan plan;
   auto documents_iter = Find(command.body.get(), "documents");
   if (!documents_iter || !BSON_ITER_HOLDS_ARRAY(&*documents_iter))
@@ -372,8 +469,22 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const C
   for (size_t i = 0; i < docs.size(); ++i) {
     Statement st;
     Reading doc(docs[i]);
-    if (auto error = Classify(rule, doc, st)) {
-      shape.rejected.push_back({i, error_codes::kBadValue.value, *error});
+    std::optional<WriteError> rejection;
+    if (auto error = Classify(rule, who, doc, st)) {
+      rejection = WriteError{i, error_codes::kBadValue.value, *error};
+    } else {
+      st.bytes = MeasurementBytes(rule, doc);
+      const int64_t room = static_cast<int64_t>(caps.max_bson_object_size) -
+                           static_cast<int64_t>(st.meta.bytes().size()) - kBucketOverhead;
+      st.limit = std::min<int64_t>(rule.max_bytes, room);
+      if (st.bytes > room)
+        rejection = WriteError{i, error_codes::kBSONObjectTooLarge.value,
+                               who + ": this reading (" + std::to_string(st.bytes) +
+                                   " bytes) is too large for a bucket document of at most " +
+                                   std::to_string(caps.max_bson_object_size) + " bytes"};
+    }
+    if (rejection) {
+      shape.rejected.push_back(std::move(*rejection));
       if (ordered) {
         accepted_end = i;
         break;
@@ -394,8 +505,8 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const C
     if (statement.bytes().size() > static_cast<size_t>(caps.max_bson_object_size))
       return ImmediateReply(ErrorReply(
           error_codes::kBSONObjectTooLarge,
-          "bucket rule for " + rule.logical.full() + ": the measurements for one bucket in this "
-          "batch exceed the maximum document size; send smaller batches or set max_count"));
+          who + ": the upsert of one bucket in this batch exceeds the maximum document size "
+          "(its readings, and its meta values twice); send smaller readings or meta values"));
     if (batches.back().size() == max_statements ||
         batch_bytes + statement.bytes().size() > max_bytes) {
       batches.emplace_back();
@@ -411,7 +522,7 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const C
   }
   if (batches.size() > 1 && Find(command.body.get(), "txnNumber"))
     return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
-        "bucket rule for " + rule.logical.full() + ": this insert needs " +
+        who + ": this insert needs " +
             std::to_string(batches.size()) + " backend batches, but a retryable write must be "
             "one command; send fewer documents per insert"));
 

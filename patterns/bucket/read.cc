@@ -76,23 +76,6 @@ Doc WithLogicalNamespace(const Doc& reply, const BucketRule& rule) {
   return WithCursor(reply, rule.logical.full(), std::nullopt);
 }
 
-// The client's command, sent to the bucket collection instead: the
-// collection named under `collection_key`, everything else as it is.
-BackendCommand Redirected(const Command& command, const BucketRule& rule,
-                          std::string_view collection_key) {
-  BackendCommand backend;
-  bson_t* body = backend.body.mut();
-  bson_iter_t it;
-  bson_iter_init(&it, command.body.get());
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key == collection_key) AppendString(body, key, rule.buckets.collection);
-    else if (key == "$db") AppendString(body, "$db", rule.buckets.db);
-    else AppendValue(body, key, it);
-  }
-  return backend;
-}
-
 // The first batch's first document, for count and distinct.
 std::optional<Doc> FirstResult(const Doc& reply) {
   auto cursor = FindDocument(reply.get(), "cursor");
@@ -110,9 +93,30 @@ void CopyClusterFields(const Doc& from, bson_t* to) {
   }
 }
 
-Plan Refuse(const BucketRule& rule, const std::string& what) {
-  return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
-                                   "bucket rule for " + rule.logical.full() + ": " + what));
+Plan Refuse(const std::string& who, const std::string& what) {
+  return ImmediateReply(ErrorReply(error_codes::kInvalidOptions, who + ": " + what));
+}
+
+// The find-only projection operators ($slice, $elemMatch, positional $) of
+// a find's projection, if any: an aggregate $project reads them otherwise
+// (or not at all), so they cannot follow the unpacking stages as they are.
+std::optional<std::string> FindOnlyProjectionOperator(const bson_t* projection) {
+  bson_iter_t it;
+  bson_iter_init(&it, projection);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == "$" || key.ends_with(".$") || key.find(".$.") != std::string_view::npos)
+      return "positional '$' (in '" + std::string(key) + "')";
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it)) continue;
+    bson_iter_t op;
+    bson_iter_recurse(&it, &op);
+    while (bson_iter_next(&op)) {
+      std::string_view name = bson_iter_key(&op);
+      if (name == "$slice" || name == "$elemMatch")
+        return "'" + std::string(name) + "' (on '" + std::string(key) + "')";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -146,13 +150,20 @@ std::vector<Doc> ViewStages(const BucketRule& rule) {
 }
 
 
-Plan RewriteBucketFind(const Command& command, const BucketRule& rule) {
+Plan RewriteBucketFind(const Command& command, const BucketRule& rule, const std::string& who) {
   const bson_t* body = command.body.get();
   for (const char* unsupported : {"tailable", "awaitData", "min", "max", "returnKey",
                                   "showRecordId", "oplogReplay", "noCursorTimeout"}) {
     if (auto v = Find(body, unsupported); v && !(BSON_ITER_HOLDS_BOOL(&*v) && !bson_iter_bool(&*v)))
-      return Refuse(rule, std::string("find option '") + unsupported +
+      return Refuse(who, std::string("find option '") + unsupported +
                               "' is not supported on a bucketed collection");
+  }
+  std::optional<Doc> projection = FindDocument(body, "projection");
+  if (projection) {
+    if (auto op = FindOnlyProjectionOperator(projection->get()))
+      return Refuse(who, "the find projection operator " + *op + " is not supported on a "
+                          "bucketed collection; project the field and slice or match the array "
+                          "in the application, or use an aggregate");
   }
   std::optional<Doc> filter = FindDocument(body, "filter");
   std::vector<Doc> pipeline = UnpackStages(rule, filter ? filter->get() : nullptr);
@@ -169,8 +180,7 @@ Plan RewriteBucketFind(const Command& command, const BucketRule& rule) {
   if (skip < 0) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "skip must be >= 0"));
   if (skip > 0) AppendIntegerStage(pipeline, "$skip", skip);
   if (limit > 0) AppendIntegerStage(pipeline, "$limit", limit);
-  if (auto projection = FindDocument(body, "projection"); projection && !projection->empty())
-    pipeline.push_back(Stage("$project", *projection));
+  if (projection && !projection->empty()) pipeline.push_back(Stage("$project", *projection));
 
   Doc cursor;
   if (auto batch = FindInteger(body, "batchSize")) BSON_APPEND_INT64(cursor.mut(), "batchSize", *batch);
@@ -194,14 +204,15 @@ Plan RewriteBucketFind(const Command& command, const BucketRule& rule) {
   return plan;
 }
 
-Plan RewriteBucketAggregate(const Command& command, const BucketRule& rule) {
+Plan RewriteBucketAggregate(const Command& command, const BucketRule& rule,
+                            const std::string& who) {
   const bson_t* body = command.body.get();
   auto pipeline_iter = Find(body, "pipeline");
   if (!pipeline_iter || !BSON_ITER_HOLDS_ARRAY(&*pipeline_iter))
     return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "aggregate needs a 'pipeline' array"));
   std::vector<Doc> client_stages = ArrayDocuments(*pipeline_iter);
   if (Find(body, "explain"))
-    return Refuse(rule, "aggregate with explain is not supported on a bucketed collection");
+    return Refuse(who, "aggregate with explain is not supported on a bucketed collection");
   // A leading $match narrows which buckets are read.
   std::optional<Doc> leading_match;
   if (!client_stages.empty()) leading_match = FindDocument(client_stages.front().get(), "$match");
@@ -296,9 +307,24 @@ Plan RewriteBucketDistinct(const Command& command, const BucketRule& rule) {
   return plan;
 }
 
+BackendCommand RedirectedToBuckets(const Command& command, const BucketRule& rule,
+                                   std::string_view collection_key) {
+  BackendCommand backend;
+  bson_t* body = backend.body.mut();
+  bson_iter_t it;
+  bson_iter_init(&it, command.body.get());
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == collection_key) AppendString(body, key, rule.buckets.collection);
+    else if (key == "$db") AppendString(body, "$db", rule.buckets.db);
+    else AppendValue(body, key, it);
+  }
+  return backend;
+}
+
 Plan RewriteBucketGetMore(const Command& command, const BucketRule& rule) {
   Plan plan;
-  plan.commands.push_back(Redirected(command, rule, "collection"));
+  plan.commands.push_back(RedirectedToBuckets(command, rule, "collection"));
   plan.shape = [rule](std::span<const Doc> replies) {
     ShapedReply out;
     out.reply = WithLogicalNamespace(replies.front(), rule);
@@ -309,7 +335,7 @@ Plan RewriteBucketGetMore(const Command& command, const BucketRule& rule) {
 
 Plan RewriteBucketKillCursors(const Command& command, const BucketRule& rule) {
   Plan plan;
-  plan.commands.push_back(Redirected(command, rule, "killCursors"));
+  plan.commands.push_back(RedirectedToBuckets(command, rule, "killCursors"));
   plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
   return plan;
 }

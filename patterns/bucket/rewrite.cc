@@ -21,16 +21,15 @@ bool PassesThrough(const BucketRule& rule, std::string_view field) {
 }
 
 BackendCommand EnsureBucketIndex(const BucketRule& rule) {
-  // Unique when a bucket is identified by meta + start alone; with a
-  // max_count, several buckets may share a start.
+  // Not unique: a full bucket (max_bytes, max_count) makes room for a new
+  // one with the same meta values and start. The name says so: an index
+  // of the same keys by the unique name comes from an older remold.
   Doc index;
   AppendDoc(index.mut(), "key", IndexKey(rule));
   std::string name = "remold_bucket";
   for (const auto& meta : rule.meta_fields) name += "_" + meta;
-  name += "_" + rule.bucket_time_field;
-  if (rule.max_count) name += "_multi";  // not unique: a name of its own
+  name += "_" + rule.bucket_time_field + "_multi";
   AppendString(index.mut(), "name", name);
-  if (!rule.max_count) BSON_APPEND_BOOL(index.mut(), "unique", true);
 
   BackendCommand command;
   AppendString(command.body.mut(), "createIndexes", rule.buckets.collection);
@@ -39,23 +38,33 @@ BackendCommand EnsureBucketIndex(const BucketRule& rule) {
   return command;
 }
 
+std::string BucketRuleLabel(const Rule& rule, const BucketRule& bucket) {
+  return "bucket rule '" + rule.name + "' for " + bucket.logical.full();
+}
+
 std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
                                    const BucketRule& bucket, const Capabilities& caps) {
   const std::string& name = command.name;
-  if (name == "insert") return RewriteBucketInsert(command, bucket, caps);
-  if (name == "find") return RewriteBucketFind(command, bucket);
-  if (name == "aggregate") return RewriteBucketAggregate(command, bucket);
+  const std::string who = BucketRuleLabel(rule, bucket);
+  if (name == "insert") return RewriteBucketInsert(command, bucket, who, caps);
+  if (name == "find") return RewriteBucketFind(command, bucket, who);
+  if (name == "aggregate") return RewriteBucketAggregate(command, bucket, who);
   if (name == "count") return RewriteBucketCount(command, bucket);
   if (name == "distinct") return RewriteBucketDistinct(command, bucket);
   if (name == "getMore") return RewriteBucketGetMore(command, bucket);
   if (name == "killCursors") return RewriteBucketKillCursors(command, bucket);
-  if (name == "delete") return RewriteBucketDelete(command, bucket);
+  if (name == "delete") return RewriteBucketDelete(command, bucket, who);
   if (name == "update" || name == "findAndModify" || name == "findandmodify")
     return ImmediateReply(ErrorReply(error_codes::kInvalidOptions,
         "bucket rule '" + rule.name + "' for " + bucket.logical.full() +
             ": " + name + " of individual readings is not supported (they are stored inside buckets in " +
             bucket.buckets.full() + "); delete whole buckets and insert again, or update the "
             "bucket documents directly"));
+  if (name == "create") return RewriteBucketCreate(command, bucket, who);
+  if (name == "listIndexes") return RewriteBucketListIndexes(command, bucket);
+  if (name == "createIndexes" || name == "dropIndexes" || name == "deleteIndexes" ||
+      name == "collStats" || name == "validate" || name == "collMod")
+    return RefuseBucketCatalogCommand(command, bucket, who);
   if (name == "drop") {
     Plan plan;
     BackendCommand drop;
@@ -78,7 +87,8 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
   return ImmediateReply(ErrorReply(error_codes::kCommandNotSupported,
       "bucket rule '" + rule.name + "' for " + bucket.logical.full() + ": command '" + name +
           "' is not supported on a bucketed collection (supported: insert, find, getMore, "
-          "killCursors, aggregate, count, distinct, delete of whole buckets, drop)"));
+          "killCursors, aggregate, count, distinct, delete of whole buckets, create, "
+          "listIndexes, drop)"));
 }
 
 }  // namespace remold

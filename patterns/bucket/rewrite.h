@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,15 +30,33 @@ inline Namespace ViewSource(const BucketRule& rule) { return rule.buckets; }
 // A meta field: every reading of a bucket has the bucket's value.
 bool PassesThrough(const BucketRule& rule, std::string_view field);
 
-// Per-command rewrites, used by RewritePattern.
-Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const Capabilities& caps);
-Plan RewriteBucketFind(const Command& command, const BucketRule& rule);
-Plan RewriteBucketAggregate(const Command& command, const BucketRule& rule);
+// "bucket rule '<name>' for <db.collection>": how every refusal starts.
+std::string BucketRuleLabel(const Rule& rule, const BucketRule& bucket);
+
+// Per-command rewrites, used by RewritePattern; `who` is the rule's label.
+Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const std::string& who,
+                         const Capabilities& caps);
+Plan RewriteBucketFind(const Command& command, const BucketRule& rule, const std::string& who);
+Plan RewriteBucketAggregate(const Command& command, const BucketRule& rule, const std::string& who);
 Plan RewriteBucketCount(const Command& command, const BucketRule& rule);
 Plan RewriteBucketDistinct(const Command& command, const BucketRule& rule);
 Plan RewriteBucketGetMore(const Command& command, const BucketRule& rule);
 Plan RewriteBucketKillCursors(const Command& command, const BucketRule& rule);
-Plan RewriteBucketDelete(const Command& command, const BucketRule& rule);
+Plan RewriteBucketDelete(const Command& command, const BucketRule& rule, const std::string& who);
+
+// Catalog commands (catalog.cc): create prepares the bucket collection
+// and its index; listIndexes lists the bucket collection's indexes;
+// createIndexes, dropIndexes, collStats, validate and collMod are refused
+// (CommandNotSupported), naming the bucket collection to run them on.
+Plan RewriteBucketCreate(const Command& command, const BucketRule& rule, const std::string& who);
+Plan RewriteBucketListIndexes(const Command& command, const BucketRule& rule);
+Plan RefuseBucketCatalogCommand(const Command& command, const BucketRule& rule,
+                                const std::string& who);
+
+// The client's command sent to the bucket collection instead: the
+// collection named under `collection_key`, everything else as it is.
+BackendCommand RedirectedToBuckets(const Command& command, const BucketRule& rule,
+                                   std::string_view collection_key);
 
 // The createIndexes command that ensures {meta..., bucket_time} exists.
 BackendCommand EnsureBucketIndex(const BucketRule& rule);

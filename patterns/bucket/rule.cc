@@ -6,6 +6,7 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <string>
 
 #include "rules/file_context.h"
 
@@ -44,7 +45,8 @@ void CheckBucketNames(const FileContext& ctx, const YAML::Node& b, const BucketR
       {BucketRule::kCountField, "the bucket's count of readings"},
       {BucketRule::kSumField, "the bucket's sum summaries"},
       {BucketRule::kMinField, "the bucket's min summaries"},
-      {BucketRule::kMaxField, "the bucket's max summaries"}};
+      {BucketRule::kMaxField, "the bucket's max summaries"},
+      {BucketRule::kBytesField, "the bucket's size in bytes"}};
   if (!b["bucket_time"])
     owners.emplace(rule.bucket_time_field, "the bucket's start time, named '" +
                                                rule.bucket_time_field + "' by default");
@@ -122,6 +124,17 @@ int32_t ParseMaxCount(const FileContext& ctx, const YAML::Node& m) {
   return static_cast<int32_t>(value);
 }
 
+int32_t ParseMaxBytes(const FileContext& ctx, const YAML::Node& m) {
+  int64_t value = 0;
+  std::string text = TypeOf(m) == YamlType::kInt ? m.Scalar() : "";
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1024 ||
+      value > BucketRule::kMaxMaxBytes)
+    ctx.Fail(m, "max_bytes is " + Found(m) + ", expected an integer from 1024 to " +
+                    std::to_string(BucketRule::kMaxMaxBytes));
+  return static_cast<int32_t>(value);
+}
+
 }  // namespace
 
 // Each key is read in a Step of its own, so every mistake is reported; a
@@ -129,7 +142,8 @@ int32_t ParseMaxCount(const FileContext& ctx, const YAML::Node& m) {
 BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const Namespace& logical) {
   ctx.CheckKeys(b, "'bucket'",
                 {"collection", "meta", "time", "span", "granularity", "bucket_time",
-                 "measurements", "fields", "summaries", "max_count"});
+                 "measurements", "fields", "extra_fields", "summaries", "max_count",
+                 "max_bytes"});
 
   BucketRule rule;
   rule.logical = logical;
@@ -182,12 +196,24 @@ BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const 
           rule.measurement_fields.end())
     ctx.Report(b["fields"], "'fields' must include the time field '" + rule.time_field + "'");
 
+  if (YAML::Node e = b["extra_fields"]) {
+    ctx.Step([&] {
+      std::string extra = ctx.String(b, "extra_fields", "'bucket'", "error or drop");
+      if (extra != "error" && extra != "drop")
+        ctx.Fail(e, "extra_fields '" + extra + "' must be error or drop");
+      if (fields_ok && rule.measurement_fields.empty())
+        ctx.Fail(e, "extra_fields applies only with 'fields'");
+      rule.drop_extra_fields = extra == "drop";
+    });
+  }
+
   if (meta_ok && time_ok && names_ok) CheckBucketNames(ctx, b, rule);
   if (YAML::Node s = b["summaries"]) {
     bool fields_known = meta_ok && time_ok && fields_ok;
     ctx.Step([&] { rule.summaries = ParseSummaries(ctx, s, rule, fields_known); });
   }
   if (YAML::Node m = b["max_count"]) ctx.Step([&] { rule.max_count = ParseMaxCount(ctx, m); });
+  if (YAML::Node m = b["max_bytes"]) ctx.Step([&] { rule.max_bytes = ParseMaxBytes(ctx, m); });
   return rule;
 }
 

@@ -42,8 +42,16 @@ struct BucketRule {
   std::string measurements_field = "m";
   // Fields copied into each measurement; empty: all but the meta fields.
   std::vector<std::string> measurement_fields;
+  // With `fields`, a reading holding another field is refused (a write
+  // error naming it) unless `extra_fields: drop` says to drop such fields.
+  bool drop_extra_fields = false;
   std::vector<BucketSummary> summaries;
   std::optional<int32_t> max_count;
+  // A bucket takes readings while their bytes (kBytesField) stay within
+  // this; a reading larger than it gets a bucket of its own.
+  int32_t max_bytes = kDefaultMaxBytes;
+  static constexpr int32_t kDefaultMaxBytes = 125 * 1024;  // MongoDB's time-series default
+  static constexpr int32_t kMaxMaxBytes = 8 * 1024 * 1024;  // far below the 16 MiB document limit
 
   static constexpr std::string_view kName = "bucket";
   // Parses the rule file's `bucket:` section (a mapping).
@@ -64,6 +72,7 @@ struct BucketRule {
   static constexpr const char* kSumField = "sum";
   static constexpr const char* kMinField = "min";
   static constexpr const char* kMaxField = "max";
+  static constexpr const char* kBytesField = "bytes";  // the readings' BSON bytes, maintained
 };
 
 }  // namespace remold

@@ -23,6 +23,7 @@ import time
 from collections import defaultdict
 from typing import Iterable, Optional
 
+import bson
 import pymongo
 import pytest
 from bson import ObjectId, json_util
@@ -43,7 +44,7 @@ LOAD_READINGS = len(LOAD_SENSORS) * LOAD_MINUTES  # 100,800
 LOAD_BUCKETS = len(LOAD_SENSORS) * 7 * 24  # 1,680
 REL_TOL = 1e-9
 
-BUCKET_KEYS = {"sensor", "start", "m", "count", "sum", "min", "max"}
+BUCKET_KEYS = {"sensor", "start", "m", "count", "bytes", "sum", "min", "max"}
 
 
 # --------------------------------------------------------------------------
@@ -52,7 +53,8 @@ BUCKET_KEYS = {"sensor", "start", "m", "count", "sum", "min", "max"}
 
 def rule_yaml(db: str, collection: str, buckets: str, *, meta: Iterable[str] = ("sensor",),
               time_field: str = "at", span: str = "1h", summaries: Optional[dict] = None,
-              max_count: Optional[int] = None) -> str:
+              max_count: Optional[int] = None, extra: Iterable[str] = ()) -> str:
+    """``extra``: more lines of the ``bucket:`` section, e.g. ``"max_bytes: 4096"``."""
     if summaries is None:
         summaries = {"temp": ["sum", "min", "max"]}
     lines = [
@@ -70,6 +72,7 @@ def rule_yaml(db: str, collection: str, buckets: str, *, meta: Iterable[str] = (
             lines.append(f"    {field}: [{', '.join(kinds)}]")
     if max_count is not None:
         lines.append(f"  max_count: {max_count}")
+    lines += [f"  {line}" for line in extra]
     return "\n".join(lines) + "\n"
 
 
@@ -120,10 +123,13 @@ def expected_buckets(readings: Iterable[dict]) -> dict:
         b = buckets.get(key)
         if b is None:
             b = buckets[key] = {"sensor": key[0], "start": key[1], "m": [], "count": 0,
-                                "sum": {"temp": 0.0}, "min": {"temp": math.inf},
+                                "bytes": 0, "sum": {"temp": 0.0}, "min": {"temp": math.inf},
                                 "max": {"temp": -math.inf}}
-        b["m"].append({k: v for k, v in r.items() if k != "sensor"})
+        measurement = {k: v for k, v in r.items() if k != "sensor"}
+        b["m"].append(measurement)
         b["count"] += 1
+        # Its BSON bytes, and 9 for its array element's type byte and index key.
+        b["bytes"] += len(bson.encode(measurement)) + 9
         b["sum"]["temp"] += r["temp"]
         b["min"]["temp"] = min(b["min"]["temp"], r["temp"])
         b["max"]["temp"] = max(b["max"]["temp"], r["temp"])
@@ -152,7 +158,7 @@ def bucket_differences(actual_docs: list[dict], expected: dict, what: str) -> li
         if set(got) != BUCKET_KEYS:
             problems.append(f"{what} {key}: fields {sorted(got)}, expected {sorted(BUCKET_KEYS)}")
             continue
-        for field in ("sensor", "start", "count", "min", "max"):
+        for field in ("sensor", "start", "count", "bytes", "min", "max"):
             if got[field] != want[field]:
                 problems.append(f"{what} {key}: {field} = {got[field]!r}, expected {want[field]!r}")
         if got["m"] != want["m"]:
@@ -800,7 +806,7 @@ def test_backend_write_errors_map_to_client_indexes(bucket_db, rules_remold, dir
     coll = make_client(remold.uri)[bucket_db]["readings"]
     # A bucket the backend cannot $push into: every reading for it fails.
     direct_client[bucket_db]["readings_buckets"].insert_one(
-        {"sensor": "broken", "start": T0, "m": "not an array", "count": 0})
+        {"sensor": "broken", "start": T0, "m": "not an array", "count": 0, "bytes": 0})
 
     def r(sensor, i):
         return {"_id": f"{sensor}-{i}", "sensor": sensor, "at": T0 + i * MINUTE, "temp": float(i)}
@@ -935,8 +941,9 @@ def test_bucket_index_is_ensured(bucket_db, rules_remold, direct_client, make_cl
 
     index = _bucket_index(direct_client, bucket_db, "readings_buckets", [("sensor", 1), ("start", 1)])
     assert index is not None, list(direct_client[bucket_db]["readings_buckets"].list_indexes())
-    # Without max_count a bucket is identified by sensor + start: unique.
-    assert index.get("unique") is True, index
+    # Not unique: a full bucket (max_bytes, max_count) starts another with the same start.
+    assert not index.get("unique"), index
+    assert index["name"] == "remold_bucket_sensor_start_multi", index
     capped = _bucket_index(direct_client, bucket_db, "capped_buckets",
                            [("site", 1), ("sensor", 1), ("start", 1)])
     assert capped is not None, list(direct_client[bucket_db]["capped_buckets"].list_indexes())
@@ -1073,3 +1080,274 @@ def test_find_returns_id_first(bucket_db, rules_remold, make_client):
     found = coll.find_one()
     assert found == doc
     assert list(found)[0] == "_id", f"field order {list(found)}"
+
+
+# --------------------------------------------------------------------------
+# Issue 11: regressions found trying the bucket rule as a new user would.
+# An oracle is a plain collection on the backend given the same operations.
+
+
+def _oracle(direct_client, db: str, docs: list[dict]):
+    oracle = direct_client[db]["oracle"]
+    oracle.insert_many([dict(d) for d in docs])
+    return oracle
+
+
+def _by_id(docs) -> list[dict]:
+    return sorted(docs, key=lambda d: d["_id"])
+
+
+def _bson_of(docs) -> list[bytes]:
+    """Byte-exact forms: field order and number types count (7 == 7.0 in Python)."""
+    return [bson.encode(d) for d in docs]
+
+
+def test_duplicate_id_is_not_enforced_unique_as_documented(bucket_db, rules_remold, make_client):
+    """The README says it: like MongoDB's time-series collections, a bucketed
+    collection does not enforce _id uniqueness. A second reading with a stored
+    _id is stored too, and both read back."""
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    first = reading("s1", T0, 1.0)
+    again = dict(first, at=T0 + 2 * HOUR, temp=2.0)  # another bucket
+    same_bucket = dict(first, at=T0 + MINUTE, temp=3.0)
+    coll.insert_one(first)
+    coll.insert_one(again)
+    coll.insert_many([same_bucket])
+    found = list(coll.find({"_id": first["_id"]}).sort("at", 1))
+    assert found == [first, same_bucket, again]
+    assert coll.count_documents({"_id": first["_id"]}) == 3
+
+
+def test_reading_with_a_field_outside_fields_gets_a_write_error(bucket_db, rules_remold,
+                                                                direct_client, make_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets",
+                                                      extra=["fields: [_id, at, temp]"])})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    docs = [reading("s1", T0 + i * MINUTE, float(i)) for i in range(4)]
+    docs[1]["humidity"] = 40
+    docs[3]["note"] = "x"
+    with pytest.raises(BulkWriteError) as info:
+        coll.insert_many(docs, ordered=False)
+    details = info.value.details
+    assert details["nInserted"] == 2
+    assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(1, 2), (3, 2)]
+    for error, field in zip(details["writeErrors"], ("humidity", "note")):
+        message = error["errmsg"]
+        assert f"'{field}'" in message and "'readings'" in message, message
+        assert f"{bucket_db}.readings" in message, message
+    stored = [docs[0], docs[2]]
+    oracle = _oracle(direct_client, bucket_db, stored)
+    assert _bson_of(_by_id(coll.find())) == _bson_of(_by_id(oracle.find()))
+
+    # Ordered: the batch stops at the reading that would lose a field.
+    with pytest.raises(BulkWriteError) as info:
+        coll.insert_many([reading("s2", T0, 1.0, extra=1), reading("s2", T0, 2.0)])
+    assert info.value.details["nInserted"] == 0
+    assert coll.count_documents({"sensor": "s2"}) == 0
+
+
+def test_extra_fields_drop_drops_them_as_the_rule_says(bucket_db, rules_remold, make_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(
+        bucket_db, "readings", "readings_buckets",
+        extra=["fields: [_id, at, temp]", "extra_fields: drop"])})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    doc = reading("s1", T0, 1.0, humidity=40)
+    coll.insert_one(doc)
+    assert list(coll.find()) == [{k: v for k, v in doc.items() if k != "humidity"}]
+
+
+def test_max_bytes_caps_bucket_size(bucket_db, rules_remold, direct_client, make_client):
+    """Three 6 MB readings in one hour: never a bucket over 16 MB. Each is
+    larger than the default max_bytes (125 KB), so each gets a bucket of its own."""
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    big = [reading("s1", T0 + i * MINUTE, float(i), blob="x" * (6 * 1024 * 1024)) for i in range(3)]
+    for doc in big:
+        coll.insert_one(doc)
+    buckets = list(direct_client[bucket_db]["readings_buckets"].find())
+    assert len(buckets) == 3
+    assert all(len(bson.encode(b)) < 16 * 1024 * 1024 for b in buckets)
+    oracle = _oracle(direct_client, bucket_db, big)
+    # One at a time: mongod caps a batch at 16 MB; the stand-in backend's
+    # aggregate ignores batchSize and would answer all three in one reply.
+    for doc in big:
+        assert list(coll.find({"_id": doc["_id"]})) == list(oracle.find({"_id": doc["_id"]}))
+    assert coll.count_documents({}) == oracle.count_documents({}) == 3
+
+
+def test_max_bytes_starts_new_buckets(bucket_db, rules_remold, direct_client, make_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets",
+                                                      extra=["max_bytes: 2048"])})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    docs = [reading("s1", T0 + i * MINUTE, float(i), note="n" * (i * 10)) for i in range(40)]
+    for doc in docs[:10]:
+        coll.insert_one(doc)
+    coll.insert_many(docs[10:25])
+    coll.insert_many(docs[25:], ordered=False)
+    buckets = list(direct_client[bucket_db]["readings_buckets"].find())
+    assert len(buckets) > 1
+    for b in buckets:
+        measured = sum(len(bson.encode(m)) + 9 for m in b["m"])
+        assert b["bytes"] == measured <= 2048, b["bytes"]
+        assert b["count"] == len(b["m"])
+    oracle = _oracle(direct_client, bucket_db, docs)
+    assert _by_id(coll.find()) == _by_id(oracle.find())
+    assert coll.count_documents({}) == len(docs)
+
+
+def test_max_bytes_under_concurrent_inserts(bucket_db, rules_remold, direct_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets",
+                                                      extra=["max_bytes: 1024"])})
+    threads, per_thread = 6, 25
+    errors: list[str] = []
+    inserted: list[dict] = []
+
+    def insert(k: int):
+        client = pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000)
+        try:
+            for i in range(per_thread):
+                doc = reading("hot", T0 + (k * per_thread + i) * dt.timedelta(seconds=1),
+                              float(k), note="p" * 100)
+                client[bucket_db]["readings"].insert_one(doc)
+                inserted.append(doc)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+        finally:
+            client.close()
+
+    workers = [threading.Thread(target=insert, args=(k,)) for k in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not errors, errors[:3]
+    docs = list(direct_client[bucket_db]["readings_buckets"].find())
+    for b in docs:
+        assert b["bytes"] == sum(len(bson.encode(m)) + 9 for m in b["m"]) <= 1024, b["bytes"]
+    assert sorted(m["_id"] for b in docs for m in b["m"]) == sorted(d["_id"] for d in inserted)
+
+
+def test_reading_too_large_for_any_bucket_is_refused(bucket_db, rules_remold, direct_client,
+                                                     make_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    huge = reading("s1", T0, 1.0, blob="x" * (16 * 1024 * 1024 - 1024))
+    with pytest.raises(WriteError) as info:
+        coll.insert_one(huge)
+    assert info.value.code == 10334
+    assert "'readings'" in str(info.value) and f"{bucket_db}.readings" in str(info.value)
+    assert coll.count_documents({}) == 0
+    assert direct_client[bucket_db]["readings_buckets"].count_documents({}) == 0
+
+
+def test_meta_values_keep_their_type(bucket_db, rules_remold, direct_client, make_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    values = [7.0, 7, Int64(7), Decimal128("7"), 7.5, {"site": "n", "no": 7},
+              {"site": "n", "no": 7.0}, "7"]
+    docs = [reading(v, T0 + i * MINUTE, float(i)) for i, v in enumerate(values)]
+    # One at a time (the first 7.0 makes a bucket the others would join on
+    # value equality), then the same values again in one batch.
+    for doc in docs:
+        coll.insert_one(doc)
+    batch = [reading(v, T0 + (20 + i) * MINUTE, float(i)) for i, v in enumerate(values)]
+    coll.insert_many(batch, ordered=False)
+    oracle = _oracle(direct_client, bucket_db, docs + batch)
+    assert _bson_of(_by_id(coll.find())) == _bson_of(_by_id(oracle.find()))
+    # Queries match by value, as on the plain collection.
+    for query in ({"sensor": 7}, {"sensor": Decimal128("7")}, {"sensor": {"site": "n", "no": 7}}):
+        assert _bson_of(_by_id(coll.find(query))) == _bson_of(_by_id(oracle.find(query)))
+
+
+def test_delete_many_with_explicit_and(bucket_db, rules_remold, direct_client, make_client):
+    """Filters.and of the Java driver sends an explicit $and."""
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    docs = [reading(s, T0 + i * MINUTE, float(i)) for s in ("s1", "s2") for i in range(240)]
+    coll.insert_many(docs)
+    oracle = _oracle(direct_client, bucket_db, docs)
+    for query in (
+        {"$and": [{"sensor": "s1"}, {"at": {"$gte": T0 + HOUR}}, {"at": {"$lt": T0 + 3 * HOUR}}]},
+        {"$and": [{"$and": [{"sensor": "s2"}]}, {"at": {"$lt": T0 + HOUR}}]},
+    ):
+        got = coll.delete_many(query).deleted_count
+        want = oracle.delete_many(query).deleted_count
+        assert got == want > 0, query
+        assert _by_id(coll.find()) == _by_id(oracle.find())
+    # A conjunct that cuts through a bucket is refused, as at the top level.
+    with pytest.raises(OperationFailure) as info:
+        coll.delete_many({"$and": [{"sensor": "s1"}, {"at": {"$gte": T0 + 30 * MINUTE}}]})
+    assert info.value.code == 72
+    assert _by_id(coll.find()) == _by_id(oracle.find())
+
+
+def test_find_projection_operators_are_refused_clearly(bucket_db, rules_remold, make_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    coll.insert_one(reading("s1", T0, 1.0, tags=["a", "b", "c"]))
+    for operator, query, projection in (
+        ("$slice", {}, {"tags": {"$slice": 2}}),
+        ("$elemMatch", {}, {"tags": {"$elemMatch": {"$eq": "a"}}}),
+        ("positional '$'", {"tags": "b"}, {"tags.$": 1}),
+    ):
+        with pytest.raises(OperationFailure) as info:
+            list(coll.find(query, projection))
+        assert info.value.code == 72, info.value
+        message = str(info.value)
+        assert operator in message and "'readings'" in message, message
+        assert f"{bucket_db}.readings" in message, message
+
+
+def test_catalog_commands_on_the_logical_collection(bucket_db, rules_remold, direct_client,
+                                                    make_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    db = make_client(remold.uri)[bucket_db]
+    direct = direct_client[bucket_db]
+
+    # Before anything exists: as on a missing collection (mongod: NamespaceNotFound,
+    # naming the collection asked about; drivers read it as no indexes).
+    def outcome(run):
+        try:
+            return "ok", run()["cursor"]["firstBatch"]
+        except OperationFailure as exc:
+            assert "readings_buckets" not in str(exc), exc
+            return "error", exc.code
+    assert outcome(lambda: db.command("listIndexes", "readings")) == \
+        outcome(lambda: direct.command("listIndexes", "missing"))
+    assert list(db["readings"].list_indexes()) == list(direct["missing"].list_indexes()) == []
+
+    # create prepares the bucket collection and its index, and answers like create.
+    assert db.command("create", "readings")["ok"] == 1.0
+    assert "readings_buckets" in direct.list_collection_names()
+    assert _bucket_index(direct_client, bucket_db, "readings_buckets",
+                         [("sensor", 1), ("start", 1)]) is not None
+    # Again: NamespaceExists, as a plain collection answers, naming the logical one.
+    direct.create_collection("oracle")
+    with pytest.raises(OperationFailure) as oracle_error:
+        direct.command("create", "oracle")
+    with pytest.raises(OperationFailure) as info:
+        db.command("create", "readings")
+    assert info.value.code == oracle_error.value.code == 48
+    assert "readings_buckets" not in str(info.value), info.value
+    with pytest.raises(OperationFailure) as info:
+        db.command("create", "readings", capped=True, size=4096)
+    assert info.value.code == 72 and "capped" in str(info.value)
+
+    # listIndexes: those of the bucket collection, which serve it.
+    listed = list(db["readings"].list_indexes())
+    assert [i["name"] for i in listed] == \
+        [i["name"] for i in direct["readings_buckets"].list_indexes()]
+    db["readings"].insert_one(reading("s1", T0, 1.0))
+
+    for name, args in (("createIndexes", {"indexes": [{"key": {"temp": 1}, "name": "temp_1"}]}),
+                       ("dropIndexes", {"index": "*"}), ("collStats", {}),
+                       ("validate", {}), ("collMod", {})):
+        with pytest.raises(OperationFailure) as info:
+            db.command(name, "readings", **args)
+        assert info.value.code == 115, (name, info.value)
+        message = str(info.value)
+        assert name in message and f"{bucket_db}.readings_buckets" in message, message
+        assert "'readings'" in message, message
+    assert [i["name"] for i in db["readings"].list_indexes()] == [i["name"] for i in listed]
+    assert db["readings"].count_documents({}) == 1
