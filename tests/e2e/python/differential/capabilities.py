@@ -1,0 +1,70 @@
+"""What the flat side (the backend itself) answers as MongoDB does, probed on
+a scratch database: an operation shape the backend lacks or gets wrong on
+plain collections is not generated (skipped by capability, never encoded as
+expected)."""
+from __future__ import annotations
+
+from pymongo.errors import PyMongoError
+
+
+def probe(client, db_name: str) -> set[str]:
+    db = client[db_name]
+    db.a.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 2}])
+    db.b.insert_many([{"_id": 10, "f": 1}, {"_id": 11, "f": 1}, {"_id": 12, "f": 3}])
+    found = set()
+
+    def agg(coll, pipeline):
+        return list(db[coll].aggregate(pipeline))
+
+    db.n.insert_many([{"_id": 1, "f": None}, {"_id": 2}, {"_id": 3, "f": 1}])
+    def write_error_counts():
+        reply = db.command({"update": "n", "updates": [{"q": {"_id": 3}, "u": {"$inc": {"f": "x"}}}]})
+        return reply.get("writeErrors") and reply["n"] == 0
+
+    checks = {
+        # MongoDB's n leaves out a statement that failed.
+        "write_error_counts": write_error_counts,
+        # MongoDB: {f: {$gte: null}} and {$lte: null} match null and missing, $gt/$lt none.
+        "compare_null": lambda: (sorted(d["_id"] for d in db.n.find({"f": {"$gte": None}})) == [1, 2]
+                                 and sorted(d["_id"] for d in db.n.find({"f": {"$lte": None}})) == [1, 2]
+                                 and list(db.n.find({"f": {"$gt": None}})) == []),
+        "lookup_local": lambda: [len(d["j"]) for d in agg("a", [
+            {"$lookup": {"from": "b", "localField": "k", "foreignField": "f", "as": "j"}},
+            {"$sort": {"_id": 1}}])] == [2, 0],
+        "lookup_pipeline": lambda: [len(d["j"]) for d in agg("a", [
+            {"$lookup": {"from": "b", "let": {"kk": "$k"},
+                         "pipeline": [{"$match": {"$expr": {"$eq": ["$f", "$$kk"]}}}], "as": "j"}},
+            {"$sort": {"_id": 1}}])] == [2, 0],
+        "unionWith": lambda: len(agg("a", [{"$unionWith": {"coll": "b", "pipeline": [
+            {"$match": {"f": 1}}]}}])) == 4,
+        "facet": lambda: agg("a", [{"$facet": {"x": [{"$lookup": {
+            "from": "b", "localField": "k", "foreignField": "f", "as": "j"}}, {"$count": "n"}]}}])
+            == [{"x": [{"n": 2}]}],
+        "facet_pipeline": lambda: agg("a", [{"$facet": {"x": [{"$lookup": {
+            "from": "b", "let": {"kk": "$k"}, "pipeline": [{"$match": {"$expr": {"$eq": ["$f", "$$kk"]}}}],
+            "as": "j"}}, {"$unwind": "$j"}, {"$count": "n"}]}}]) == [{"x": [{"n": 2}]}],
+        "graphLookup": lambda: [len(d["g"]) for d in agg("a", [
+            {"$graphLookup": {"from": "b", "startWith": "$k", "connectFromField": "f",
+                              "connectToField": "f", "as": "g", "maxDepth": 1}},
+            {"$sort": {"_id": 1}}])] == [2, 0],
+        "out": lambda: (agg("a", [{"$match": {"_id": 1}}, {"$out": "o1"}]) == []
+                        and list(db.o1.find()) == [{"_id": 1, "k": 1}]),
+        "merge": lambda: (agg("a", [{"$merge": {"into": "b", "on": "_id", "whenMatched": "merge",
+                                                "whenNotMatched": "insert"}}]) == []
+                          and db.b.count_documents({}) == 5),
+        "renameCollection": lambda: client.admin.command(
+            "renameCollection", f"{db_name}.a", to=f"{db_name}.a2", dropTarget=True)["ok"] == 1
+            and db.a2.count_documents({}) == 2,
+        "collStats": lambda: db.command("collStats", "b")["count"] == 3,
+        "collStatsStage": lambda: agg("b", [{"$collStats": {"count": {}}}])[0]["count"]["count"] == 3,
+    }
+    try:
+        for name, check in checks.items():
+            try:
+                if check():
+                    found.add(name)
+            except (PyMongoError, KeyError, IndexError, TypeError):
+                pass
+    finally:
+        client.drop_database(db_name)
+    return found

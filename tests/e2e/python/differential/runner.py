@@ -1,0 +1,191 @@
+"""Runs a sequence on both sides, operation by operation, and judges every
+difference: equal outcomes pass; a remold error (or write error) where the
+flat side succeeded is a refusal, documented or not (``table.Table``);
+anything else is an unexplained difference. After each write the state of
+every logical collection is compared too. After a refusal or a difference
+that changed state, the flat side is resynchronised from remold's view so
+the rest of the sequence still tests something.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pymongo.errors import BulkWriteError
+
+from .compare import canon, field_order_differs, show
+from .execute import Outcome, read_all, run
+from .families import Family
+from .table import Table
+
+
+@dataclass
+class Difference:
+    index: int
+    op: dict
+    cls: tuple          # (family, command or stages, what differs): one class per bug
+    detail: str
+
+
+@dataclass
+class Stats:
+    sequences: int = 0
+    operations: int = 0
+    seconds: float = 0.0
+    covered: Counter = field(default_factory=Counter)     # command or stage -> times both answered
+    refusals: Counter = field(default_factory=Counter)    # documented refusals by kind
+    differences: Counter = field(default_factory=Counter) # unexplained, by class
+
+
+def names_of(op: dict) -> list[str]:
+    return [*op["stages"], op["label"]]
+
+
+def label(op: dict) -> str:
+    return "+".join(names_of(op)) if op["stages"] else op["label"]
+
+
+class Harness:
+    def __init__(self, family: Family, remold_db, flat_db, table: Table, capabilities: set[str]):
+        self.f, self.r, self.flat, self.table = family, remold_db, flat_db, table
+        self.caps = capabilities
+
+    def reset(self) -> None:
+        self.r.client.drop_database(self.r.name)
+        self.flat.client.drop_database(self.flat.name)
+        for db in (self.r, self.flat):
+            self.f.setup(db)
+        self.f.maintain(self.flat)
+        self.in_sync = True
+
+    def run(self, ops: list[dict], stats: Optional[Stats] = None,
+            stop_class: Optional[tuple] = None) -> list[Difference]:
+        """Runs ``ops`` on fresh collections; returns the unexplained differences
+        (stopping at the first of ``stop_class`` if given)."""
+        self.reset()
+        found: list[Difference] = []
+        for index, op in enumerate(ops):
+            for d in self.step(index, op, stats):
+                found.append(d)
+                if stop_class is not None and d.cls == stop_class:
+                    return found
+            if not self.in_sync:
+                break  # the rest of the sequence would only show consequences
+        return found
+
+    def step(self, index: int, op: dict, stats: Optional[Stats]) -> list[Difference]:
+        loose, names = self.f.loose, self.f.names
+        got = run(self.r, op, names, loose)
+        want = run(self.flat, op, names, loose)
+        if op["kind"] == "write" and not want.error:
+            self.f.maintain(self.flat)
+        if stats:
+            stats.operations += 1
+        diffs = []
+        if self.same(got, want):
+            if stats and not got.failed:
+                for name in names_of(op):
+                    stats.covered[name] += 1
+            order = self.field_order(got, want)
+            if order:
+                diffs.append(Difference(index, op, (self.f.name, label(op), "field order differs"), order))
+            if op["kind"] == "write":
+                diffs += self.state_check(index, op)
+            return self.count(diffs, stats)
+        refusal = self.refusal(got, want)
+        if refusal is not None:
+            name, code = refusal
+            where = self.table.documents_refusal(names_of(op), self.f.name, code)
+            if where is not None:
+                if stats:
+                    stats.refusals[f"{where} refused ({code})"] += 1
+                self.resync()
+                return []
+            what = f"remold refused with {code}, flat succeeded; not documented in the README table"
+        elif want.failed and not got.failed:
+            what = f"flat failed ({want.brief()[:60]}), remold succeeded"
+        elif got.failed and want.failed:
+            what = f"different errors (remold {got.brief()[:60]}, flat {want.brief()[:60]})"
+        else:
+            what = "different results"
+        detail = f"remold: {got.brief()}\n    flat:   {want.brief()}"
+        diffs.append(Difference(index, op, (self.f.name, label(op), what), detail))
+        if op["kind"] == "write":
+            self.in_sync = False  # what follows would only show consequences of this one
+        return self.count(diffs, stats)
+
+    @staticmethod
+    def count(diffs, stats):
+        if stats:
+            for d in diffs:
+                stats.differences[d.cls] += 1
+        return diffs
+
+    def same(self, a: Outcome, b: Outcome) -> bool:
+        if a.error != b.error or a.write_errors != b.write_errors:
+            return False
+        if a.write_errors and "write_error_counts" not in self.caps:
+            return a.value[1:] == b.value[1:]  # the backend's n counts failed statements
+        return a.value == b.value
+
+    @staticmethod
+    def refusal(got: Outcome, want: Outcome) -> Optional[tuple]:
+        """(command, code) when remold refused what the flat side accepted."""
+        if want.error is not None:
+            return None
+        if got.error is not None:
+            return ("command", got.error)
+        extra = [code for index, code in got.write_errors if (index, code) not in want.write_errors]
+        if extra and len(set(extra)) == 1:
+            return ("statement", extra[0])
+        return None
+
+    def field_order(self, got: Outcome, want: Outcome) -> Optional[str]:
+        if not got.raw or not want.raw or len(got.raw) != len(want.raw):
+            return None
+        key = lambda d: repr(canon(d, self.f.loose))
+        for a, b in zip(sorted(got.raw, key=key), sorted(want.raw, key=key)):
+            if field_order_differs(a, b):
+                return f"remold: {show(a)}\n    flat:   {show(b)}"
+        return None
+
+    def state_check(self, index: int, op: dict) -> list[Difference]:
+        diffs = []
+        for name in self.touched(op):
+            got = read_all(self.r, name, self.f.loose, self.f.normalize_state)
+            want = read_all(self.flat, name, self.f.loose, self.f.normalize_state)
+            if got != want:
+                detail = f"{name} through remold: {show(got, 900)}\n    flat: {show(want, 900)}"
+                diffs.append(Difference(index, op, (self.f.name, label(op), f"state of {name} differs after it"),
+                                        detail))
+        if diffs:
+            self.in_sync = False
+        return diffs
+
+    def touched(self, op: dict) -> list[str]:
+        """The collections a write may change: c, those it names, and the
+        rule's own outputs (the computed target)."""
+        named = {v.split(".", 1)[1] for v in op["cmd"].values() if isinstance(v, str) and "." in v}
+        return [n for n in self.f.names if n == "c" or n in named or n in self.f.outputs]
+
+    def resync(self) -> None:
+        """Make the flat copy what remold shows, so the sequence can go on."""
+        try:
+            present = set(self.r.list_collection_names())
+        except Exception:
+            present = set(self.f.names)
+        for name in self.f.names:
+            try:
+                docs = list(self.r[name].find()) if name in present else []
+            except Exception:
+                docs = []
+            self.flat.drop_collection(name)
+            if name in present:
+                self.flat.create_collection(name)
+                if docs:
+                    try:
+                        self.flat[name].insert_many(docs, ordered=False)
+                    except BulkWriteError:  # remold shows what no plain collection can hold
+                        self.in_sync = False
