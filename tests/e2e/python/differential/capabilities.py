@@ -18,10 +18,28 @@ def probe(client, db_name: str) -> set[str]:
 
     db.n.insert_many([{"_id": 1, "f": None}, {"_id": 2}, {"_id": 3, "f": 1}])
     def write_error_counts():
-        reply = db.command({"update": "n", "updates": [{"q": {"_id": 3}, "u": {"$inc": {"f": "x"}}}]})
+        for multi in (False, True):
+            reply = db.command({"update": "n", "updates": [
+                {"q": {"_id": 3}, "u": {"$inc": {"f": 1, "g": "x"}}, "multi": multi}]})
+            if not reply.get("writeErrors") or reply["n"] != 0:
+                return False
+        reply = db.command({"insert": "n", "documents": [{"_id": 3}], "ordered": True})
         return reply.get("writeErrors") and reply["n"] == 0
 
+    def ordered_update_stops():
+        reply = db.command({"update": "n", "updates": [
+            {"q": {"_id": 3}, "u": {"$inc": {"f": "x"}}}, {"q": {"_id": 3}, "u": {"$set": {"h": 1}}}],
+            "ordered": True})
+        return reply.get("writeErrors") and reply["n"] == 0 and "h" not in db.n.find_one({"_id": 3})
+
+    def ordered_insert_stops():
+        reply = db.command({"insert": "n", "documents": [{"_id": 3}, {"_id": 4}], "ordered": True})
+        return reply.get("writeErrors") and db.n.find_one({"_id": 4}) is None
+
     checks = {
+        # An ordered batch stops at its first write error.
+        "ordered_update_stops": ordered_update_stops,
+        "ordered_insert_stops": ordered_insert_stops,
         # MongoDB's n leaves out a statement that failed.
         "write_error_counts": write_error_counts,
         # MongoDB: {f: {$gte: null}} and {$lte: null} match null and missing, $gt/$lt none.

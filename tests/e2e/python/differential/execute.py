@@ -26,6 +26,11 @@ class Outcome:
     def failed(self) -> bool:
         return self.error is not None or bool(self.write_errors)
 
+    def codes(self) -> str:
+        if self.error is not None:
+            return f"error {self.error}"
+        return "write error " + ", ".join(str(c) for c in sorted({c for _, c in self.write_errors}))
+
     def brief(self) -> str:
         if self.error is not None:
             return f"error {self.error}"

@@ -45,6 +45,7 @@ class Family:
     loose: frozenset = frozenset()
     names = LOGICAL
     outputs: tuple = ()         # collections the rule writes besides c
+    resyncable = True           # can a sequence go on from remold's state after a difference?
 
     def rules(self, db: str) -> dict[str, str]:
         raise NotImplementedError
@@ -145,6 +146,7 @@ class Computed(Family):
     loose = frozenset({"cnt", "ssum", "avg", "total", "itemCount"})
     names = LOGICAL + ("t",)
     outputs = ("t",)
+    resyncable = False
     TARGETS = (1, 2, 3)
 
     def rules(self, db):

@@ -124,7 +124,8 @@ class Generator:
     def insert(self):
         r = self.rng
         docs = [self.document() for _ in range(1 if r.random() < 0.5 else r.randrange(2, 6))]
-        return op("insert", {"insert": "c", "documents": docs, "ordered": r.random() < 0.6},
+        ordered = r.random() < 0.6 and "ordered_insert_stops" in self.caps
+        return op("insert", {"insert": "c", "documents": docs, "ordered": ordered},
                   "write", kind="write")
 
     def update_doc(self) -> dict:
@@ -156,14 +157,25 @@ class Generator:
             q.update(self.filter())
         return q
 
+    def upsert_filter(self, multi: bool) -> dict:
+        """An upsert names its _id: one the server would generate differs per side."""
+        q = self.statement_filter(multi)
+        if "_id" not in q:
+            q = {"_id": self.ids.existing(self.rng), **q}
+        return q
+
     def update(self):
         r = self.rng
         statements = []
         for _ in range(1 if r.random() < 0.8 else 2):
             u = self.update_doc()
             multi = r.random() < 0.4 and any(k.startswith("$") for k in u)
-            statements.append({"q": self.statement_filter(multi), "u": u, "multi": multi,
-                               "upsert": r.random() < 0.15})
+            upsert = r.random() < 0.15
+            statements.append({"q": self.upsert_filter(multi) if upsert else self.statement_filter(multi),
+                               "u": u, "multi": multi, "upsert": upsert})
+        # A backend that goes on after an ordered statement failed gets single statements.
+        if "ordered_update_stops" not in self.caps:
+            statements = statements[:1]
         return op("update", {"update": "c", "updates": statements, "ordered": r.random() < 0.7},
                   "write", kind="write")
 
@@ -188,6 +200,8 @@ class Generator:
             cmd["update"] = self.update_doc()
             cmd["new"] = r.random() < 0.5
             cmd["upsert"] = r.random() < 0.2
+            if cmd["upsert"]:
+                cmd["query"] = self.upsert_filter(True)
         return op("findAndModify", cmd, "fam", kind="write")
 
     # -- reads of c
