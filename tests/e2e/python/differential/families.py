@@ -233,7 +233,10 @@ computed:
                 values["mx"] = max(ats)
             if linked:
                 values["avg"] = values["ssum"] / values["cnt"]
-            unset = {k: "" for k in ("mx", "avg") if k not in values}
+            unset = {k: "" for k in ("mx", "avg") if k not in values and k in target}
+            if not unset and all(k in target and target[k] == v and type(target[k]) is type(v)
+                                 for k, v in values.items()):
+                continue
             update = {"$set": values}
             if unset:
                 update["$unset"] = unset

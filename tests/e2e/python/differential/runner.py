@@ -96,14 +96,15 @@ class Harness:
             return self.count(diffs, stats)
         refusal = self.refusal(got, want)
         if refusal is not None:
-            name, code = refusal
-            where = self.table.documents_refusal(names_of(op), self.f.name, code)
-            if where is not None:
+            where = self.table.documents_refusal(names_of(op), self.f.name, refusal)
+            if where is not None:  # documented (even where the flat side fails otherwise)
                 if stats:
-                    stats.refusals[f"{where} refused ({code})"] += 1
+                    stats.refusals[f"{where} refused ({refusal})"] += 1
                 self.resync()
                 return []
-            what = f"remold refused with {code}, flat succeeded; not documented in the README table"
+        if got.failed and not want.failed:
+            what = (f"remold refused ({got.codes()}), flat succeeded; "
+                    "not documented in the README table")
         elif want.failed and not got.failed:
             what = f"flat failed ({want.codes()}), remold succeeded"
         elif got.failed and want.failed:
@@ -131,15 +132,14 @@ class Harness:
         return a.value == b.value
 
     @staticmethod
-    def refusal(got: Outcome, want: Outcome) -> Optional[tuple]:
-        """(command, code) when remold refused what the flat side accepted."""
-        if want.error is not None:
-            return None
+    def refusal(got: Outcome, want: Outcome) -> Optional[int]:
+        """The code when remold refused: a command error, or write errors the
+        flat side does not have (all with one code)."""
         if got.error is not None:
-            return ("command", got.error)
+            return got.error
         extra = [code for index, code in got.write_errors if (index, code) not in want.write_errors]
-        if extra and len(set(extra)) == 1:
-            return ("statement", extra[0])
+        if extra and len(set(extra)) == 1 and want.error is None:
+            return extra[0]
         return None
 
     def field_order(self, got: Outcome, want: Outcome) -> Optional[str]:
