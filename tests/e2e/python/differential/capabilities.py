@@ -36,7 +36,16 @@ def probe(client, db_name: str) -> set[str]:
         reply = db.command({"insert": "n", "documents": [{"_id": 3}, {"_id": 4}], "ordered": True})
         return reply.get("writeErrors") and db.n.find_one({"_id": 4}) is None
 
+    def array_values():
+        db.arr.insert_many([{"_id": 1, "f": [1, 2]}, {"_id": 2, "f": []}, {"_id": 3, "f": 1}])
+        ids = lambda q: sorted(d["_id"] for d in db.arr.find(q))
+        return (ids({"f": [1, 2]}) == [1] and ids({"f": {"$in": [[1, 2]]}}) == [1]
+                and ids({"f": {"$nin": [[1, 2]]}}) == [2, 3] and ids({"f": {"$in": [[]]}}) == [2]
+                and ids({"f": {"$nin": [[]]}}) == [1, 3] and ids({"f": {"$ne": []}}) == [1, 3])
+
     checks = {
+        # A filter value that is an array matches a field equal to it (as a whole).
+        "array_values": array_values,
         # An ordered batch stops at its first write error.
         "ordered_update_stops": ordered_update_stops,
         "ordered_insert_stops": ordered_insert_stops,

@@ -66,16 +66,19 @@ class Generator:
     def field(self, exclude=("_id",)) -> str:
         return self.rng.choice([f for f in self.f.fields if f not in exclude])
 
-    def value(self, f: str):
-        """A value for a filter or an update of ``f`` (never MISSING)."""
+    def value(self, f: str, in_filter: bool = False):
+        """A value for a filter or an update of ``f`` (never MISSING; in a
+        filter, no array unless the backend matches array values as MongoDB does)."""
         if f == "_id":
             return self.ids.existing(self.rng)
         v = self.f.value(self.rng, f)
+        if in_filter and isinstance(v, list) and "array_values" not in self.caps:
+            return None
         return None if v is MISSING else v
 
     def filter(self) -> dict:
         r, f = self.rng, self.field(exclude=())
-        v = self.value(f)
+        v = self.value(f, in_filter=True)
         shape = r.randrange(12)
         if v is None and shape in (1, 5, 8) and "compare_null" not in self.caps:
             shape = 11  # the backend compares with null unlike MongoDB: ask equality instead
@@ -84,7 +87,7 @@ class Generator:
         if shape == 1:
             return {f: {"$gt": v}}
         if shape == 2:
-            return {f: {"$in": [v, None if r.random() < 0.3 else self.value(f)]}}
+            return {f: {"$in": [v, None if r.random() < 0.3 else self.value(f, in_filter=True)]}}
         if shape == 3:
             return {f: {"$exists": r.random() < 0.5}}
         if shape == 4:
