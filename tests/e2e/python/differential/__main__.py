@@ -8,6 +8,7 @@ the figures at the end. Exit status 1 if any unexplained difference was found.
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,7 @@ def main(argv=None) -> int:
     parser.add_argument("--minimize-budget", type=int, default=300,
                         help="re-runs allowed to shrink one difference class")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops remold and the backend
     families = args.rule or sorted(FAMILIES)
     table = Table.from_readme(conftest.SOURCE_DIR / "README.md")
     prefix = f"diff_{uuid.uuid4().hex[:6]}"

@@ -43,7 +43,13 @@ def probe(client, db_name: str) -> set[str]:
                 and ids({"f": {"$nin": [[1, 2]]}}) == [2, 3] and ids({"f": {"$in": [[]]}}) == [2]
                 and ids({"f": {"$nin": [[]]}}) == [1, 3] and ids({"f": {"$ne": []}}) == [1, 3])
 
+    def nan_compare():
+        db.nan.insert_one({"_id": 1, "f": float("nan")})
+        return list(db.nan.find({"f": {"$gt": 0}})) == [] and len(list(db.nan.find({"f": float("nan")}))) == 1
+
     checks = {
+        # NaN is no greater than a number.
+        "nan_compare": nan_compare,
         # A filter value that is an array matches a field equal to it (as a whole).
         "array_values": array_values,
         # An ordered batch stops at its first write error.

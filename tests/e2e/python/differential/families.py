@@ -50,6 +50,8 @@ class Family:
     def rules(self, db: str) -> dict[str, str]:
         raise NotImplementedError
 
+    caps: set = set()           # the backend's capabilities (capabilities.probe)
+
     def document(self, rng: random.Random, ids) -> dict:
         raise NotImplementedError
 
@@ -93,7 +95,7 @@ class Bucket(Family):
         if field == "at":
             return T0 + dt.timedelta(minutes=rng.randrange(0, 180))
         if field == "temp":
-            if rng.random() < 0.03:
+            if rng.random() < 0.03 and "nan_compare" in self.caps:
                 return math.nan
             return pick(rng, rng.randrange(-5, 30), rng.randrange(-50, 300) / 10, Int64(7), None)
         if field == "sensor":

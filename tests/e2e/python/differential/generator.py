@@ -44,6 +44,7 @@ def op(label: str, cmd: dict, shape: str, *, kind: str = "read", stages=(), capa
 class Generator:
     def __init__(self, family: Family, rng: random.Random, capabilities: set[str]):
         self.f, self.rng, self.caps = family, rng, capabilities
+        family.caps = capabilities
         self.ids = Ids()
         self.weights = [
             (self.insert, 14), (self.find, 14), (self.count, 5), (self.distinct, 4),
