@@ -10,8 +10,8 @@ reproducing sequence (delta-debugged on fresh collections).
 
 The harness lives in ``differential/``; the long run is
 ``tests/e2e/differential.sh --rule attribute --seed 7 --ops 100000``.
-``REMOLD_DIFF_SEED`` (default 11) and ``REMOLD_DIFF_SEQUENCES`` (default 4
-per rule, of ``REMOLD_DIFF_LENGTH`` 30 operations) change the bounded run.
+``REMOLD_DIFF_SEED`` (default 11) and ``REMOLD_DIFF_SEQUENCES`` (default 8
+per rule, of ``REMOLD_DIFF_LENGTH`` 40 operations) change the bounded run.
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from differential.setup import cleanup, harness, write_rules
 from differential.table import Table
 
 SEED = int(os.environ.get("REMOLD_DIFF_SEED", "11"))
-SEQUENCES = int(os.environ.get("REMOLD_DIFF_SEQUENCES", "4"))
-LENGTH = int(os.environ.get("REMOLD_DIFF_LENGTH", "30"))
+SEQUENCES = int(os.environ.get("REMOLD_DIFF_SEQUENCES", "8"))
+LENGTH = int(os.environ.get("REMOLD_DIFF_LENGTH", "40"))
 MINIMIZE_SECONDS = 6.0  # per difference class, so a run with many classes stays bounded
 
 

@@ -47,7 +47,32 @@ def probe(client, db_name: str) -> set[str]:
         db.nan.insert_one({"_id": 1, "f": float("nan")})
         return list(db.nan.find({"f": {"$gt": 0}})) == [] and len(list(db.nan.find({"f": float("nan")}))) == 1
 
+    def field_order():
+        db.fo.insert_one({"_id": 1, "a": 1, "b": 2})
+        db.fo.replace_one({"_id": 1}, {"c": 3, "a": 1})
+        replaced = list(db.fo.find_one({"_id": 1}))
+        db.fo.update_one({"_id": 1}, {"$set": {"z": 1, "a": 5}})
+        return replaced == ["_id", "c", "a"] and list(db.fo.find_one({"_id": 1})) == ["_id", "c", "a", "z"]
+
+    def update_no_create():
+        db.command({"update": "nc", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 1}}}]})
+        db.command({"findAndModify": "nc", "query": {"_id": 1}, "update": {"$set": {"a": 1}}})
+        return "nc" not in db.list_collection_names()
+
+    def fam_last_error_object():
+        leo = lambda q, **kw: db.command({"findAndModify": "n", "query": q,
+                                          "update": {"$set": {"x": 1}}, **kw}).get("lastErrorObject", {})
+        return (leo({"_id": 1}) == {"n": 1, "updatedExisting": True}
+                and leo({"_id": 99}, upsert=True) == {"n": 1, "updatedExisting": False, "upserted": 99}
+                and leo({"_id": 98}) == {"n": 0, "updatedExisting": False})
+
     checks = {
+        # An update or findAndModify that matches nothing and upserts nothing creates no collection.
+        "update_no_create": update_no_create,
+        # findAndModify replies with lastErrorObject {n, updatedExisting, upserted}.
+        "fam_last_error_object": fam_last_error_object,
+        # A replacement keeps the order it was given; $set appends a new field.
+        "field_order": field_order,
         # NaN is no greater than a number.
         "nan_compare": nan_compare,
         # A filter value that is an array matches a field equal to it (as a whole).

@@ -60,7 +60,7 @@ def drain(db, reply: dict, collection: str) -> list:
     return docs
 
 
-def run(db, op: dict, names: tuple, loose: frozenset) -> Outcome:
+def run(db, op: dict, names: tuple, loose: frozenset, caps: set, fix_doc=None) -> Outcome:
     cmd = substitute(copy.deepcopy(op["cmd"]), db.name)
     target = db.client.admin if op["admin"] else db
     try:
@@ -69,10 +69,12 @@ def run(db, op: dict, names: tuple, loose: frozenset) -> Outcome:
         return Outcome(error=exc.code if exc.code is not None else -1)
     except PyMongoError as exc:  # a dropped connection is an answer too
         return Outcome(error=-2, value=str(exc))
-    return shape(db, op, reply, names, loose)
+    if fix_doc and op["shape"] == "fam" and reply.get("value") and op["cmd"].get("new"):
+        reply["value"] = fix_doc(reply["value"])
+    return shape(db, op, reply, names, loose, caps)
 
 
-def shape(db, op: dict, reply: dict, names: tuple, loose: frozenset) -> Outcome:
+def shape(db, op: dict, reply: dict, names: tuple, loose: frozenset, caps: set) -> Outcome:
     kind = op["shape"]
     if kind in ("cursor", "cursor_ordered", "collStatsStage"):
         collection = op["cmd"].get("find") or op["cmd"].get("aggregate")
@@ -92,8 +94,10 @@ def shape(db, op: dict, reply: dict, names: tuple, loose: frozenset) -> Outcome:
         # attribute and computed updates; the state check catches any real effect.
         return Outcome(value=(reply.get("n"), upserted), write_errors=errors)
     if kind == "fam":
-        leo = reply.get("lastErrorObject", {})
         doc = reply.get("value")
+        if "fam_last_error_object" not in caps:  # the backend's reply has none to compare with
+            return Outcome(value=(canon(doc, loose),), raw=[doc] if doc else [])
+        leo = reply.get("lastErrorObject", {})
         return Outcome(value=(canon(doc, loose), leo.get("n"), leo.get("updatedExisting"),
                               canon(leo.get("upserted"))), raw=[doc] if doc else [])
     if kind == "listCollections":

@@ -46,6 +46,7 @@ class Family:
     names = LOGICAL
     outputs: tuple = ()         # collections the rule writes besides c
     resyncable = True           # can a sequence go on from remold's state after a difference?
+    field_order_oracle = True   # does the flat copy hold fields in the order MongoDB would?
 
     def rules(self, db: str) -> dict[str, str]:
         raise NotImplementedError
@@ -69,6 +70,11 @@ class Family:
         """The oracle's part after a write on the flat side (nothing but for computed)."""
 
     def normalize_state(self, name: str, doc: dict) -> dict:
+        return doc
+
+    def returned(self, doc: dict) -> dict:
+        """A document the flat side returns after writing it (findAndModify
+        new: true), as a plain collection holding the oracle's values would."""
         return doc
 
 
@@ -149,6 +155,7 @@ class Computed(Family):
     names = LOGICAL + ("t",)
     outputs = ("t",)
     resyncable = False
+    field_order_oracle = False  # the oracle $sets the computed fields where remold inserts them
     TARGETS = (1, 2, 3)
 
     def rules(self, db):
@@ -218,6 +225,9 @@ computed:
             if isinstance(item, dict) and self.number(item.get("price")) and self.number(item.get("qty")):
                 total += item["price"] * item["qty"]
         return {"total": total, "itemCount": len(items) if isinstance(items, list) else 0}
+
+    def returned(self, doc):
+        return {**doc, **self.row_values(doc)}
 
     def maintain(self, flat_db):
         sources = list(flat_db.c.find())
