@@ -51,6 +51,10 @@ def run_campaign(harness: Harness, capabilities: set[str], *, seed: int, sequenc
             break
         if time_limit is not None and time.monotonic() - start > time_limit:
             break
+        if log and stats.sequences and stats.sequences % 200 == 0:
+            elapsed = time.monotonic() - start
+            log(f"... {family}: {stats.sequences} sequences, {stats.operations} operations, "
+                f"{stats.operations / elapsed:.0f} ops/s, {len(result.findings)} classes so far")
         ops = Generator(harness.f, sequence_rng(family, seed, i), capabilities).sequence(length)
         diffs = harness.run(ops, stats)
         stats.sequences += 1
