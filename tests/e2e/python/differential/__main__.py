@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     parser.add_argument("--length", type=int, default=40, help="operations per sequence")
     parser.add_argument("--minimize-budget", type=int, default=300,
                         help="re-runs allowed to shrink one difference class")
+    parser.add_argument("--minimize-seconds", type=float, default=60.0,
+                        help="time allowed to shrink one difference class")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops remold and the backend
     families = args.rule or sorted(FAMILIES)
@@ -65,7 +67,8 @@ def main(argv=None) -> int:
                 h = harness(name, prefix, client, direct, table, caps)
                 results.append(run_campaign(
                     h, caps, seed=args.seed, sequences=None, length=args.length, ops_total=args.ops,
-                    minimize_budget=args.minimize_budget, log=lambda s: print(s, flush=True)))
+                    minimize_budget=args.minimize_budget, minimize_seconds=args.minimize_seconds,
+                    log=lambda s: print(s, flush=True)))
             cleanup(prefix, families, direct)
     finally:
         if remold:

@@ -54,12 +54,14 @@ class Generator:
         ]
 
     def sequence(self, length: int) -> list[dict]:
+        """``length`` operations, the last a dropDatabase (as a test's cleanup would)."""
         ops = []
-        while len(ops) < length:
+        while len(ops) < length - 1:
             make = self.rng.choices([m for m, _ in self.weights], [w for _, w in self.weights])[0]
             o = make()
             if o is not None and (o["capability"] is None or o["capability"] in self.caps):
                 ops.append(o)
+        ops.append(op("dropDatabase", {"dropDatabase": 1}, "ok", kind="write"))
         return ops
 
     # -- values, filters, sorts
