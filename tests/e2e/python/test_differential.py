@@ -31,7 +31,8 @@ from differential.table import Table
 SEED = int(os.environ.get("REMOLD_DIFF_SEED", "11"))
 SEQUENCES = int(os.environ.get("REMOLD_DIFF_SEQUENCES", "8"))
 LENGTH = int(os.environ.get("REMOLD_DIFF_LENGTH", "40"))
-MINIMIZE_SECONDS = 6.0  # per difference class, so a run with many classes stays bounded
+MINIMIZE_SECONDS = 5.0  # per difference class, and
+MINIMIZE_TOTAL = 12.0   # per rule, so that a run with many classes stays bounded
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,8 @@ def test_ruled_collection_answers_as_a_flat_one(rule, differential_env, direct_c
     table = Table.from_readme(SOURCE_DIR / "README.md")
     h = harness(rule, prefix, client, direct_client, table, caps)
     result = run_campaign(h, caps, seed=SEED, sequences=SEQUENCES, length=LENGTH,
-                          minimize_budget=150, minimize_seconds=MINIMIZE_SECONDS)
+                          minimize_budget=150, minimize_seconds=MINIMIZE_SECONDS,
+                          minimize_total=MINIMIZE_TOTAL)
     report = format_report([result])
     print(f"backend capabilities: {', '.join(sorted(caps))}\n{report}")
     assert result.stats.operations >= SEQUENCES, "the sequences ran no operation"

@@ -38,11 +38,15 @@ def sequence_rng(family: str, seed: int, sequence: int) -> random.Random:
 def run_campaign(harness: Harness, capabilities: set[str], *, seed: int, sequences: Optional[int],
                  length: int, ops_total: Optional[int] = None, minimize_budget: int = 120,
                  time_limit: Optional[float] = None, minimize_seconds: Optional[float] = None,
-                 log=None) -> Result:
+                 minimize_total: Optional[float] = None, log=None) -> Result:
+    """Runs sequences until ``sequences`` or ``ops_total`` or ``time_limit``;
+    shrinks each new class (at most ``minimize_seconds`` each, and once
+    ``minimize_total`` seconds are spent the rest are reported unshrunk)."""
     family = harness.f.name
     result = Result(family, Stats())
     stats = result.stats
     start = time.monotonic()
+    shrinking = 0.0
     i = 0
     while True:
         if sequences is not None and i >= sequences:
@@ -60,8 +64,12 @@ def run_campaign(harness: Harness, capabilities: set[str], *, seed: int, sequenc
         stats.sequences += 1
         for d in diffs:
             if d.cls not in result.findings:
-                deadline = time.monotonic() + minimize_seconds if minimize_seconds else None
-                result.findings[d.cls] = shrink(harness, ops, d, seed, i, minimize_budget, deadline)
+                began = time.monotonic()
+                deadline = began + minimize_seconds if minimize_seconds else None
+                over = minimize_total is not None and shrinking > minimize_total
+                result.findings[d.cls] = shrink(harness, ops, d, seed, i, 0 if over else minimize_budget,
+                                                deadline)
+                shrinking += time.monotonic() - began
                 if log:
                     log(format_finding(result.findings[d.cls]))
         i += 1
@@ -77,9 +85,10 @@ def shrink(harness: Harness, ops: list, d: Difference, seed: int, sequence: int,
         return any(x.cls == d.cls for x in harness.run(candidate, stop_class=d.cls))
 
     minimal = minimize(prefix, reproduces, budget, deadline) if budget else prefix
+    note = "" if budget else " (not shrunk: time spent)"
     again = [x for x in harness.run(minimal, stop_class=d.cls) if x.cls == d.cls]
     detail = again[-1].detail if again else d.detail
-    return Finding(d.cls, seed, sequence, minimal, detail)
+    return Finding(d.cls, seed, sequence, minimal, detail + note)
 
 
 def format_finding(f: Finding) -> str:

@@ -1,7 +1,8 @@
 """Canonical forms of BSON values and command outcomes, so that what a plain
 collection leaves unspecified does not count as a difference: the order of
 documents without a sort, of distinct values, of collections and indexes.
-Types are exact (1, 1.0, Int64(1) and True differ). Field order is compared
+Types are exact (1, 1.0, Int64(1) and True differ); doubles compare to 12
+significant digits. Field order is compared
 separately (``field_order_differs``): the README documents no pattern that
 reorders fields, so a reordering is reported as its own difference class.
 """
@@ -24,8 +25,10 @@ def canon(value: Any, loose: frozenset = frozenset()):
         return ("arr", tuple(canon(v, loose) for v in value))
     if isinstance(value, Regex):
         return ("Regex", value.pattern, value.flags)
-    if isinstance(value, float) and value != value:
-        return ("float", "nan")
+    if isinstance(value, float):
+        # 12 significant digits: a sum MongoDB adds in no specified order
+        # ($group over unwound buckets, say) may differ in the last bits.
+        return ("float", "nan") if value != value else ("float", float(f"{value:.12g}"))
     if isinstance(value, dt.datetime):
         return ("datetime", value.replace(tzinfo=None))
     return (type(value).__name__, value)

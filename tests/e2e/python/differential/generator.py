@@ -160,15 +160,13 @@ class Generator:
             return self.filter()
         q = {"_id": self.ids.existing(self.rng)}
         if self.rng.random() < 0.3:
-            q.update(self.filter())
+            q = {"$and": [q, self.filter()]}  # still one document at most
         return q
 
     def upsert_filter(self, multi: bool) -> dict:
         """An upsert names its _id: one the server would generate differs per side."""
         q = self.statement_filter(multi)
-        if "_id" not in q:
-            q = {"_id": self.ids.existing(self.rng), **q}
-        return q
+        return {"$and": [{"_id": self.ids.existing(self.rng)}, q]} if multi else q
 
     def update(self):
         r = self.rng
