@@ -33,6 +33,20 @@ def scalar(rng: random.Random):
                 {"x": 1}, T0 + dt.timedelta(minutes=rng.randrange(0, 180)))
 
 
+def bson_order(value):
+    """A sort key in BSON order for the types the computed family stores
+    (numbers < strings < documents < arrays < booleans < dates), as $max uses."""
+    if isinstance(value, bool):
+        return (8, value)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    if isinstance(value, dt.datetime):
+        return (9, value)
+    return (4 if isinstance(value, list) else 3, repr(value))
+
+
 def put(doc: dict, field: str, value) -> None:
     if value is not MISSING:
         doc[field] = value
@@ -239,10 +253,10 @@ computed:
             linked = [s for s in sources if "pid" in s and s["pid"] is not None
                       and not isinstance(s["pid"], (list, bool)) and s["pid"] == target["_id"]]
             stars = [s["stars"] for s in linked if self.number(s.get("stars"))]
-            ats = [s["at"] for s in linked if isinstance(s.get("at"), dt.datetime)]
+            ats = [s["at"] for s in linked if s.get("at") is not None]
             values = {"cnt": len(linked), "ssum": sum(stars)}
             if ats:
-                values["mx"] = max(ats)
+                values["mx"] = max(ats, key=bson_order)
             if linked:
                 values["avg"] = values["ssum"] / values["cnt"]
             unset = {k: "" for k in ("mx", "avg") if k not in values and k in target}
