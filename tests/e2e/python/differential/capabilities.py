@@ -66,7 +66,15 @@ def probe(client, db_name: str) -> set[str]:
                 and leo({"_id": 99}, upsert=True) == {"n": 1, "updatedExisting": False, "upserted": 99}
                 and leo({"_id": 98}) == {"n": 0, "updatedExisting": False})
 
+    def group_arrays():
+        db.grp.insert_many([{"_id": 1, "f": [None, "a"]}, {"_id": 2}, {"_id": 3, "f": None}])
+        groups = {repr(d["_id"]): d["n"] for d in db.grp.aggregate(
+            [{"$group": {"_id": "$f", "n": {"$sum": 1}}}])}
+        return groups == {repr([None, "a"]): 1, "None": 2}
+
     checks = {
+        # $group keys an array as a whole, apart from null.
+        "group_arrays": group_arrays,
         # An update or findAndModify that matches nothing and upserts nothing creates no collection.
         "update_no_create": update_no_create,
         # findAndModify replies with lastErrorObject {n, updatedExisting, upserted}.

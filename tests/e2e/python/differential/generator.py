@@ -242,7 +242,8 @@ class Generator:
         shape = "cursor"
         kind = r.randrange(4)
         if kind == 0:
-            pipeline.append({"$group": {"_id": f"${self.field()}", "n": {"$sum": 1},
+            key = f"${self.field()}" if "group_arrays" in self.caps else None
+            pipeline.append({"$group": {"_id": key, "n": {"$sum": 1},
                                         "s": {"$sum": f"${self.field()}"}}})
         elif kind == 1:
             pipeline += [{"$sort": self.sort()}, {"$skip": r.randrange(0, 3)},
