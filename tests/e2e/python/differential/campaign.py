@@ -109,7 +109,7 @@ def format_report(results: list[Result]) -> str:
         s = r.stats
         rate = s.operations / s.seconds if s.seconds else 0.0
         lines.append(f"== {r.family}: {s.sequences} sequences, {s.operations} operations in "
-                     f"{s.seconds:.1f} s ({rate:.0f} ops/s)")
+                     f"{s.seconds:.1f} s ({rate:.0f} ops/s); {s.skipped} skipped by capability")
         lines.append(f"   covered (answered alike on both sides): "
                      + ", ".join(f"{k} {v}" for k, v in sorted(s.covered.items())))
         lines.append("   documented refusals: "
