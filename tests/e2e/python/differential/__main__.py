@@ -18,7 +18,7 @@ from pathlib import Path
 import pymongo
 
 import conftest
-from .campaign import format_finding, format_report, run_campaign
+from .campaign import format_report, run_campaign
 from .capabilities import probe
 from .families import FAMILIES
 from .setup import cleanup, harness, write_rules

@@ -6,7 +6,7 @@ canonical where order is unspecified.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from pymongo.errors import OperationFailure, PyMongoError

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
-from typing import Any
 
 from bson.int64 import Int64
 

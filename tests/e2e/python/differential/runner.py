@@ -10,7 +10,6 @@ that changed state, so later operations do not report its consequences.
 """
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
