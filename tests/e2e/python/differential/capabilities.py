@@ -57,6 +57,8 @@ def probe(client, db_name: str) -> set[str]:
     def update_no_create():
         db.command({"update": "nc", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 1}}}]})
         db.command({"findAndModify": "nc", "query": {"_id": 1}, "update": {"$set": {"a": 1}}})
+        db.command({"findAndModify": "nc", "query": {"_id": 1}, "remove": True})
+        db.command({"delete": "nc", "deletes": [{"q": {"_id": 1}, "limit": 1}]})
         return "nc" not in db.list_collection_names()
 
     def fam_last_error_object():
@@ -75,7 +77,7 @@ def probe(client, db_name: str) -> set[str]:
     checks = {
         # $group keys an array as a whole, apart from null.
         "group_arrays": group_arrays,
-        # An update or findAndModify that matches nothing and upserts nothing creates no collection.
+        # A write that matches nothing and upserts nothing creates no collection.
         "update_no_create": update_no_create,
         # findAndModify replies with lastErrorObject {n, updatedExisting, upserted}.
         "fam_last_error_object": fam_last_error_object,

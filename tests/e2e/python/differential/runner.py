@@ -145,9 +145,9 @@ class Harness:
         return diffs
 
     def absent_before(self, op: dict) -> bool:
-        """On a backend whose no-op updates create the collection (MongoDB's do
-        not): is c absent, so that the update cannot be judged?"""
-        if "update_no_create" in self.caps or op["label"] not in ("update", "findAndModify"):
+        """On a backend whose no-op writes create the collection (MongoDB's do
+        not): is c absent, so that the write cannot be judged?"""
+        if "update_no_create" in self.caps or op["label"] not in ("update", "findAndModify", "delete"):
             return False
         return "c" not in self.flat.list_collection_names(filter={"name": "c"})
 
