@@ -223,8 +223,9 @@ class Harness:
         return [n for n in self.f.names if n == "c" or n in named or n in self.f.outputs]
 
     def resync(self) -> None:
-        """Make the flat copy what remold shows, so the sequence can go on. A
-        collection exists if remold lists it or shows documents in it."""
+        """Make the flat copy what remold shows (documents and indexes), so the
+        sequence can go on. A collection exists if remold lists it or shows
+        documents in it."""
         try:
             listed = set(self.r.list_collection_names())
         except Exception:
@@ -234,9 +235,16 @@ class Harness:
                 docs = list(self.r[name].find())
             except Exception:
                 docs = []
+            try:
+                indexes = [i for i in self.r[name].list_indexes() if i["name"] != "_id_"]
+            except Exception:
+                indexes = []
             self.flat.drop_collection(name)
             if name in listed or docs:
                 self.flat.create_collection(name)
+                for index in indexes:
+                    self.flat[name].create_index(list(index["key"].items()), name=index["name"],
+                                                 unique=bool(index.get("unique")))
                 if docs:
                     try:
                         self.flat[name].insert_many(docs, ordered=False)
