@@ -123,7 +123,13 @@ class Generator:
         return {f: 0 for f in fields}
 
     def document(self) -> dict:
-        return self.f.document(self.rng, self.ids)
+        """A family document, half the time with its fields (but _id) in another order."""
+        doc = self.f.document(self.rng, self.ids)
+        if self.rng.random() < 0.5:
+            keys = [k for k in doc if k != "_id"]
+            self.rng.shuffle(keys)
+            doc = {"_id": doc["_id"], **{k: doc[k] for k in keys}}
+        return doc
 
     # -- writes
 
