@@ -1,0 +1,138 @@
+"""What the flat side (the backend itself) answers as MongoDB does, probed on
+a scratch database: an operation shape the backend lacks or gets wrong on
+plain collections is not generated (skipped by capability, never encoded as
+expected)."""
+from __future__ import annotations
+
+from pymongo.errors import PyMongoError
+
+
+def probe(client, db_name: str) -> set[str]:
+    db = client[db_name]
+    db.a.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 2}])
+    db.b.insert_many([{"_id": 10, "f": 1}, {"_id": 11, "f": 1}, {"_id": 12, "f": 3}])
+    found = set()
+
+    def agg(coll, pipeline):
+        return list(db[coll].aggregate(pipeline))
+
+    db.n.insert_many([{"_id": 1, "f": None}, {"_id": 2}, {"_id": 3, "f": 1}])
+    def write_error_counts():
+        for multi in (False, True):
+            reply = db.command({"update": "n", "updates": [
+                {"q": {"_id": 3}, "u": {"$inc": {"f": 1, "g": "x"}}, "multi": multi}]})
+            if not reply.get("writeErrors") or reply["n"] != 0:
+                return False
+        reply = db.command({"insert": "n", "documents": [{"_id": 3}], "ordered": True})
+        return reply.get("writeErrors") and reply["n"] == 0
+
+    def ordered_update_stops():
+        reply = db.command({"update": "n", "updates": [
+            {"q": {"_id": 3}, "u": {"$inc": {"f": "x"}}}, {"q": {"_id": 3}, "u": {"$set": {"h": 1}}}],
+            "ordered": True})
+        return reply.get("writeErrors") and reply["n"] == 0 and "h" not in db.n.find_one({"_id": 3})
+
+    def ordered_insert_stops():
+        reply = db.command({"insert": "n", "documents": [{"_id": 3}, {"_id": 4}], "ordered": True})
+        return reply.get("writeErrors") and db.n.find_one({"_id": 4}) is None
+
+    def array_values():
+        db.arr.insert_many([{"_id": 1, "f": [1, 2]}, {"_id": 2, "f": []}, {"_id": 3, "f": 1}])
+        ids = lambda q: sorted(d["_id"] for d in db.arr.find(q))
+        return (ids({"f": [1, 2]}) == [1] and ids({"f": {"$in": [[1, 2]]}}) == [1]
+                and ids({"f": {"$nin": [[1, 2]]}}) == [2, 3] and ids({"f": {"$in": [[]]}}) == [2]
+                and ids({"f": {"$nin": [[]]}}) == [1, 3] and ids({"f": {"$ne": []}}) == [1, 3])
+
+    def nan_compare():
+        db.nan.insert_one({"_id": 1, "f": float("nan")})
+        return list(db.nan.find({"f": {"$gt": 0}})) == [] and len(list(db.nan.find({"f": float("nan")}))) == 1
+
+    def field_order():
+        db.fo.insert_one({"_id": 1, "a": 1, "b": 2})
+        db.fo.replace_one({"_id": 1}, {"c": 3, "a": 1})
+        replaced = list(db.fo.find_one({"_id": 1}))
+        db.fo.update_one({"_id": 1}, {"$set": {"z": 1, "a": 5}})
+        return replaced == ["_id", "c", "a"] and list(db.fo.find_one({"_id": 1})) == ["_id", "c", "a", "z"]
+
+    def update_no_create():
+        db.command({"update": "nc", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 1}}}]})
+        db.command({"findAndModify": "nc", "query": {"_id": 1}, "update": {"$set": {"a": 1}}})
+        db.command({"findAndModify": "nc", "query": {"_id": 1}, "remove": True})
+        db.command({"delete": "nc", "deletes": [{"q": {"_id": 1}, "limit": 1}]})
+        return "nc" not in db.list_collection_names()
+
+    def fam_last_error_object():
+        leo = lambda q, **kw: db.command({"findAndModify": "n", "query": q,
+                                          "update": {"$set": {"x": 1}}, **kw}).get("lastErrorObject", {})
+        return (leo({"_id": 1}) == {"n": 1, "updatedExisting": True}
+                and leo({"_id": 99}, upsert=True) == {"n": 1, "updatedExisting": False, "upserted": 99}
+                and leo({"_id": 98}) == {"n": 0, "updatedExisting": False})
+
+    def group_arrays():
+        db.grp.insert_many([{"_id": 1, "f": [None, "a"]}, {"_id": 2}, {"_id": 3, "f": None}])
+        groups = {repr(d["_id"]): d["n"] for d in db.grp.aggregate(
+            [{"$group": {"_id": "$f", "n": {"$sum": 1}}}])}
+        return groups == {repr([None, "a"]): 1, "None": 2}
+
+    checks = {
+        # $group keys an array as a whole, apart from null.
+        "group_arrays": group_arrays,
+        # A write that matches nothing and upserts nothing creates no collection.
+        "update_no_create": update_no_create,
+        # findAndModify replies with lastErrorObject {n, updatedExisting, upserted}.
+        "fam_last_error_object": fam_last_error_object,
+        # A replacement keeps the order it was given; $set appends a new field.
+        "field_order": field_order,
+        # NaN is no greater than a number.
+        "nan_compare": nan_compare,
+        # A filter value that is an array matches a field equal to it (as a whole).
+        "array_values": array_values,
+        # An ordered batch stops at its first write error.
+        "ordered_update_stops": ordered_update_stops,
+        "ordered_insert_stops": ordered_insert_stops,
+        # MongoDB's n leaves out a statement that failed.
+        "write_error_counts": write_error_counts,
+        # MongoDB: {f: {$gte: null}} and {$lte: null} match null and missing, $gt/$lt none.
+        "compare_null": lambda: (sorted(d["_id"] for d in db.n.find({"f": {"$gte": None}})) == [1, 2]
+                                 and sorted(d["_id"] for d in db.n.find({"f": {"$lte": None}})) == [1, 2]
+                                 and list(db.n.find({"f": {"$gt": None}})) == []),
+        "lookup_local": lambda: [len(d["j"]) for d in agg("a", [
+            {"$lookup": {"from": "b", "localField": "k", "foreignField": "f", "as": "j"}},
+            {"$sort": {"_id": 1}}])] == [2, 0],
+        "lookup_pipeline": lambda: [len(d["j"]) for d in agg("a", [
+            {"$lookup": {"from": "b", "let": {"kk": "$k"},
+                         "pipeline": [{"$match": {"$expr": {"$eq": ["$f", "$$kk"]}}}], "as": "j"}},
+            {"$sort": {"_id": 1}}])] == [2, 0],
+        "unionWith": lambda: len(agg("a", [{"$unionWith": {"coll": "b", "pipeline": [
+            {"$match": {"f": 1}}]}}])) == 4,
+        "facet": lambda: agg("a", [{"$facet": {"x": [{"$lookup": {
+            "from": "b", "localField": "k", "foreignField": "f", "as": "j"}}, {"$count": "n"}]}}])
+            == [{"x": [{"n": 2}]}],
+        "facet_pipeline": lambda: agg("a", [{"$facet": {"x": [{"$lookup": {
+            "from": "b", "let": {"kk": "$k"}, "pipeline": [{"$match": {"$expr": {"$eq": ["$f", "$$kk"]}}}],
+            "as": "j"}}, {"$unwind": "$j"}, {"$count": "n"}]}}]) == [{"x": [{"n": 2}]}],
+        "graphLookup": lambda: [len(d["g"]) for d in agg("a", [
+            {"$graphLookup": {"from": "b", "startWith": "$k", "connectFromField": "f",
+                              "connectToField": "f", "as": "g", "maxDepth": 1}},
+            {"$sort": {"_id": 1}}])] == [2, 0],
+        "out": lambda: (agg("a", [{"$match": {"_id": 1}}, {"$out": "o1"}]) == []
+                        and list(db.o1.find()) == [{"_id": 1, "k": 1}]),
+        "merge": lambda: (agg("a", [{"$merge": {"into": "b", "on": "_id", "whenMatched": "merge",
+                                                "whenNotMatched": "insert"}}]) == []
+                          and db.b.count_documents({}) == 5),
+        "renameCollection": lambda: client.admin.command(
+            "renameCollection", f"{db_name}.a", to=f"{db_name}.a2", dropTarget=True)["ok"] == 1
+            and db.a2.count_documents({}) == 2,
+        "collStats": lambda: db.command("collStats", "b")["count"] == 3,
+        "collStatsStage": lambda: agg("b", [{"$collStats": {"count": {}}}])[0]["count"]["count"] == 3,
+    }
+    try:
+        for name, check in checks.items():
+            try:
+                if check():
+                    found.add(name)
+            except (PyMongoError, KeyError, IndexError, TypeError):
+                pass
+    finally:
+        client.drop_database(db_name)
+    return found

@@ -1,0 +1,288 @@
+"""One family per rule: the rule file, the documents and fields the generator
+draws from, the plain collections set up beside the ruled one, and for
+computed the oracle that keeps the flat copy's computed values.
+
+Every family names its collections the same in both databases: ``c`` (ruled
+through remold, plain on the flat side), ``o`` (plain everywhere: the
+collection whose pipelines read ``c``), ``c2`` (a rename target) and, for
+computed, ``t`` (the rule's target; on the flat side maintained by
+``Computed.maintain``, which recomputes it from the flat source after every
+write).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+
+from bson.int64 import Int64
+
+MISSING = object()
+T0 = dt.datetime(2024, 3, 4)
+LOGICAL = ("c", "o", "c2")
+
+
+def pick(rng: random.Random, *choices):
+    return rng.choice(choices)
+
+
+def scalar(rng: random.Random):
+    """A value of any common type, including the awkward ones."""
+    return pick(rng, None, 0, 1, -1, 2.5, Int64(3), "a", "b", "", True, [], [1, 2], [None, "a"],
+                {"x": 1}, T0 + dt.timedelta(minutes=rng.randrange(0, 180)))
+
+
+def bson_order(value):
+    """A sort key in BSON order for the types the computed family stores
+    (numbers < strings < documents < arrays < booleans < dates), as $max uses."""
+    if isinstance(value, bool):
+        return (8, value)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    if isinstance(value, dt.datetime):
+        return (9, value)
+    return (4 if isinstance(value, list) else 3, repr(value))
+
+
+def put(doc: dict, field: str, value) -> None:
+    if value is not MISSING:
+        doc[field] = value
+
+
+class Family:
+    name = ""
+    join_fields: tuple = ()     # fields of c that pipelines from o join on
+    fields: tuple = ()          # fields of c that filters, sorts and projections name
+    loose: frozenset = frozenset()
+    names = LOGICAL
+    outputs: tuple = ()         # collections the rule writes besides c
+    resyncable = True           # can a sequence go on from remold's state after a difference?
+    field_order_oracle = True   # does the flat copy hold fields in the order MongoDB would?
+
+    def rules(self, db: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    caps: set = set()           # the backend's capabilities (capabilities.probe)
+
+    def document(self, rng: random.Random, ids) -> dict:
+        raise NotImplementedError
+
+    def value(self, rng: random.Random, field: str):
+        return scalar(rng)
+
+    def setup(self, db) -> None:
+        """Plain collections beside c, identical on both sides."""
+        db.o.insert_many([{"_id": i, "k": v} for i, v in enumerate(self.join_values())])
+
+    def join_values(self) -> list:
+        return [None, 1, "a", 2.5, "s1"]
+
+    def maintain(self, flat_db) -> None:
+        """The oracle's part after a write on the flat side (nothing but for computed)."""
+
+    def normalize_state(self, name: str, doc: dict) -> dict:
+        return doc
+
+    def returned(self, doc: dict) -> dict:
+        """A document the flat side returns after writing it (findAndModify
+        new: true), as a plain collection holding the oracle's values would."""
+        return doc
+
+
+class Bucket(Family):
+    name = "bucket"
+    fields = ("_id", "sensor", "at", "temp", "note")
+    join_fields = ("sensor", "temp")
+
+    def rules(self, db):
+        return {"c.yaml": "\n".join([
+            f"namespace: {db}.c", "pattern: bucket", "bucket:", "  collection: c_buckets",
+            "  meta: [sensor]", "  time: at", "  span: 1h", "  summaries:",
+            "    temp: [sum, min, max]"]) + "\n"}
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        put(doc, "sensor", pick(rng, "s1", "s1", "s2", "s2", None, MISSING, 3))
+        put(doc, "at", self.value(rng, "at") if rng.random() < 0.97 else pick(rng, MISSING, "noon"))
+        put(doc, "temp", self.value(rng, "temp") if rng.random() < 0.9 else MISSING)
+        put(doc, "note", pick(rng, MISSING, MISSING, scalar(rng)))
+        return doc
+
+    def value(self, rng, field):
+        if field == "at":
+            return T0 + dt.timedelta(minutes=rng.randrange(0, 180))
+        if field == "temp":
+            if rng.random() < 0.03 and "nan_compare" in self.caps:
+                return math.nan
+            return pick(rng, rng.randrange(-5, 30), rng.randrange(-50, 300) / 10, Int64(7), None)
+        if field == "sensor":
+            return pick(rng, "s1", "s2", None, 3)
+        return super().value(rng, field)
+
+    def whole_bucket_filters(self, rng):
+        hour = T0 + dt.timedelta(hours=rng.randrange(0, 3))
+        span = {"$gte": hour, "$lt": hour + dt.timedelta(hours=rng.randrange(1, 3))}
+        return pick(rng, {"sensor": pick(rng, "s1", "s2", None)}, {"at": span},
+                    {"sensor": pick(rng, "s1", "s2"), "at": span})
+
+
+class Attribute(Family):
+    name = "attribute"
+    fields = ("_id", "name", "price", "category", "ram", "color", "tags", "made")
+    join_fields = ("color", "ram", "category")
+
+    def rules(self, db):
+        return {"c.yaml": "\n".join([
+            f"namespace: {db}.c", "pattern: attribute", "attribute:", "  array: specs",
+            "  except: [name, price, category]"]) + "\n"}
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        for field in self.fields[1:]:
+            if field in ("name", "price", "category") or rng.random() < 0.6:
+                put(doc, field, self.value(rng, field))
+        return doc
+
+    def value(self, rng, field):
+        if field == "name":
+            return pick(rng, "laptop", "phone", "desk", None)
+        if field in ("price", "ram"):
+            return pick(rng, rng.randrange(0, 64), rng.randrange(0, 640) / 10, Int64(16), None,
+                        [8, 16], "16")
+        if field in ("category", "color"):
+            return pick(rng, "a", "b", "s1", None, ["a", "b"], 1)
+        if field == "tags":
+            return pick(rng, [], ["x"], ["x", "y"], "x", None)
+        if field == "made":
+            return T0 + dt.timedelta(days=rng.randrange(0, 30))
+        return super().value(rng, field)
+
+
+class Computed(Family):
+    name = "computed"
+    fields = ("_id", "pid", "stars", "at", "items", "note", "total", "itemCount")
+    join_fields = ("pid", "stars")
+    loose = frozenset({"cnt", "ssum", "avg", "total", "itemCount"})
+    names = LOGICAL + ("t",)
+    outputs = ("t",)
+    resyncable = False
+    field_order_oracle = False  # the oracle $sets the computed fields where remold inserts them
+    TARGETS = (1, 2, 3)
+
+    def rules(self, db):
+        return {"c.yaml": f"""\
+namespace: {db}.c
+pattern: computed
+computed:
+  aggregates:
+    - target: t
+      link: {{from: pid, to: _id}}
+      fields:
+        cnt: count
+        ssum: {{sum: stars}}
+        mx: {{max: at}}
+      derived:
+        avg: {{divide: [ssum, cnt]}}
+  fields:
+    total: {{sum: {{each: items, of: {{product: [price, qty]}}}}}}
+    itemCount: {{count: items}}
+  on_client_write: reject
+"""}
+
+    def setup(self, db):
+        super().setup(db)
+        db.t.insert_many([{"_id": i, "title": f"post {i}"} for i in self.TARGETS])
+
+    def join_values(self):
+        return [None, 1, 2, 3, 99]
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        for field in ("pid", "stars", "at", "items", "note"):
+            if field == "pid" or rng.random() < 0.8:
+                put(doc, field, self.value(rng, field))
+        return doc
+
+    def value(self, rng, field):
+        if field == "pid":
+            return pick(rng, 1, 1, 2, 3, 99, None, [1, 2], MISSING)
+        if field == "stars":
+            return pick(rng, 1, 2, 3, 4, 5, None, 2.5)
+        if field == "at":
+            return T0 + dt.timedelta(minutes=rng.randrange(0, 10_000))
+        if field == "items":
+            return [self.item(rng) for _ in range(rng.randrange(0, 4))]
+        if field in ("total", "itemCount"):
+            return pick(rng, 0, 1, 12.5)
+        return super().value(rng, field)
+
+    def item(self, rng):
+        item = {"sku": pick(rng, "a", "b")}
+        put(item, "price", pick(rng, 1.5, 2.25, 10, MISSING, None))
+        put(item, "qty", pick(rng, 1, 2, 3, MISSING))
+        return item
+
+    # -- the oracle: recompute what the rule maintains, from the flat source.
+
+    @staticmethod
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    def row_values(self, doc: dict) -> dict:
+        items = doc.get("items", MISSING)
+        elements = items if isinstance(items, list) else ([] if items is MISSING else [items])
+        total = 0
+        for item in elements:
+            if isinstance(item, dict) and self.number(item.get("price")) and self.number(item.get("qty")):
+                total += item["price"] * item["qty"]
+        return {"total": total, "itemCount": len(items) if isinstance(items, list) else 0}
+
+    def returned(self, doc):
+        return {**doc, **self.row_values(doc)}
+
+    def maintain(self, flat_db):
+        sources = list(flat_db.c.find())
+        for doc in sources:
+            want = self.row_values(doc)
+            if any(doc.get(k, MISSING) != v or type(doc.get(k)) is not type(v) for k, v in want.items()):
+                flat_db.c.update_one({"_id": doc["_id"]}, {"$set": want})
+        for target in flat_db.t.find():
+            linked = [s for s in sources if "pid" in s and s["pid"] is not None
+                      and not isinstance(s["pid"], (list, bool)) and s["pid"] == target["_id"]]
+            stars = [s["stars"] for s in linked if self.number(s.get("stars"))]
+            ats = [s["at"] for s in linked if s.get("at") is not None]
+            values = {"cnt": len(linked), "ssum": sum(stars)}
+            if ats:
+                values["mx"] = max(ats, key=bson_order)
+            if linked:
+                values["avg"] = values["ssum"] / values["cnt"]
+            unset = {k: "" for k in ("mx", "avg") if k not in values and k in target}
+            if not unset and all(k in target and target[k] == v and type(target[k]) is type(v)
+                                 for k, v in values.items()):
+                continue
+            update = {"$set": values}
+            if unset:
+                update["$unset"] = unset
+            flat_db.t.update_one({"_id": target["_id"]}, update)
+
+    def normalize_state(self, name, doc):
+        """Targets: a count or sum of 0 equals none at all (a target no source
+        ever linked to holds nothing); an absent extreme or average equals
+        null, and an average of 0 (stars are never 0, so: no stars) equals none."""
+        if name != "t":
+            return doc
+        out = dict(doc)
+        for k in ("cnt", "ssum"):
+            if out.get(k, 0) == 0:
+                out.pop(k, None)
+        for k in ("mx", "avg"):
+            if out.get(k, MISSING) is None:
+                out.pop(k)
+        if out.get("avg", MISSING) == 0:
+            out.pop("avg")
+        return out
+
+
+FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed())}

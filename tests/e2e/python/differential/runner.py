@@ -1,0 +1,252 @@
+"""Runs a sequence on both sides, operation by operation, and judges every
+difference: equal outcomes pass; a remold error (or write error) where the
+flat side succeeded is a refusal, documented or not (``table.Table``);
+anything else is an unexplained difference. After each write the state of
+the collections it may change is compared too. After a documented refusal
+(and, for bucket and attribute, after a difference in a document write) the
+flat side is resynchronised from remold's view so the rest of the sequence
+still tests something; otherwise the sequence stops at its first difference
+that changed state, so later operations do not report its consequences.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pymongo.errors import BulkWriteError, OperationFailure
+
+from .compare import canon, field_order_differs, show
+from .execute import Outcome, read_all, run
+from .families import Family
+from .table import Table
+
+
+@dataclass
+class Difference:
+    index: int
+    op: dict
+    cls: tuple          # (family, command or stages, what differs): one class per bug
+    detail: str
+
+
+@dataclass
+class Stats:
+    sequences: int = 0
+    operations: int = 0
+    seconds: float = 0.0
+    covered: Counter = field(default_factory=Counter)     # command or stage -> times both answered
+    refusals: Counter = field(default_factory=Counter)    # documented refusals by kind
+    differences: Counter = field(default_factory=Counter) # unexplained, by class
+    skipped: int = 0      # operations the backend cannot judge (see Harness.absent_before)
+
+
+CRUD = ("insert", "update", "delete", "findAndModify")
+
+
+def names_of(op: dict) -> list[str]:
+    return [*op["stages"], op["label"]]
+
+
+def label(op: dict) -> str:
+    return "+".join(names_of(op)) if op["stages"] else op["label"]
+
+
+class Harness:
+    def __init__(self, family: Family, remold_db, flat_db, table: Table, capabilities: set[str]):
+        self.f, self.r, self.flat, self.table = family, remold_db, flat_db, table
+        self.backend = flat_db.client  # the backend itself, for a reset remold refuses
+        self.caps = capabilities
+
+    def reset(self) -> None:
+        """Fresh databases on both sides: remold's dropped through remold so
+        that it forgets what it knew (sequences end with a dropDatabase that is
+        judged like any operation), or on the backend if remold fails it."""
+        try:
+            self.r.client.drop_database(self.r.name)
+        except OperationFailure:
+            self.backend.drop_database(self.r.name)
+        self.flat.client.drop_database(self.flat.name)
+        assert not self.backend[self.r.name].list_collection_names(), "remold's database survived its drop"
+        for db in (self.r, self.flat):
+            self.f.setup(db)
+        self.f.maintain(self.flat)
+        self.in_sync = True
+        self.updated = False  # no document updated in place yet (see field_order)
+
+    def run(self, ops: list[dict], stats: Optional[Stats] = None,
+            stop_class: Optional[tuple] = None) -> list[Difference]:
+        """Runs ``ops`` on fresh collections; returns the unexplained differences
+        (stopping at the first of ``stop_class`` if given)."""
+        self.reset()
+        found: list[Difference] = []
+        for index, op in enumerate(ops):
+            for d in self.step(index, op, stats):
+                found.append(d)
+                if stop_class is not None and d.cls == stop_class:
+                    return found
+            if not self.in_sync:
+                break  # the rest of the sequence would only show consequences
+        return found
+
+    def step(self, index: int, op: dict, stats: Optional[Stats]) -> list[Difference]:
+        loose, names = self.f.loose, self.f.names
+        if self.absent_before(op):
+            if stats:
+                stats.skipped += 1
+            return []  # the backend would create c where MongoDB does not: not judged
+        got = run(self.r, op, names, loose, self.caps)
+        want = run(self.flat, op, names, loose, self.caps, self.f.returned)
+        if op["kind"] == "write" and not want.error:
+            self.f.maintain(self.flat)
+            self.updated |= op["label"] in ("update", "findAndModify") or "$merge" in op["stages"]
+        if stats:
+            stats.operations += 1
+        diffs = []
+        if self.same(got, want):
+            order = self.field_order(got, want)
+            if order:
+                diffs.append(Difference(index, op, (self.f.name, label(op), "field order differs"), order))
+            if op["kind"] == "write" and self.partial(op, got):
+                self.resync()  # which documents a failed multi-document write changed is unspecified
+            elif op["kind"] == "write":
+                diffs += self.state_check(index, op)
+            if stats and not got.failed and not diffs:
+                for name in names_of(op):
+                    stats.covered[name] += 1
+            return self.count(diffs, stats)
+        refusal = self.refusal(got, want)
+        if refusal is not None:
+            where = self.table.documents_refusal(names_of(op), self.f.name, refusal)
+            if where is not None:  # documented (even where the flat side fails otherwise)
+                if stats:
+                    stats.refusals[f"{where} refused ({refusal})"] += 1
+                self.resync()
+                return []
+        if refusal is not None or (got.failed and not want.failed):
+            what = f"remold refused ({got.codes()}), not documented in the README table"
+        elif want.failed and not got.failed:
+            what = f"flat failed ({want.codes()}), remold succeeded"
+        elif got.failed and want.failed:
+            what = f"different errors (remold {got.codes()}, flat {want.codes()})"
+        else:
+            what = "different results"
+        detail = f"remold: {got.brief()}\n    flat:   {want.brief()}"
+        diffs.append(Difference(index, op, (self.f.name, label(op), what), detail))
+        if op["kind"] == "write":
+            self.after_difference(op, refused=got.error is not None)
+        return self.count(diffs, stats)
+
+    @staticmethod
+    def count(diffs, stats):
+        if stats:
+            for d in diffs:
+                stats.differences[d.cls] += 1
+        return diffs
+
+    def absent_before(self, op: dict) -> bool:
+        """On a backend whose no-op writes create the collection (MongoDB's do
+        not): is c absent, so that the write cannot be judged?"""
+        if "update_no_create" in self.caps or op["label"] not in ("update", "findAndModify", "delete"):
+            return False
+        return "c" not in self.flat.list_collection_names(filter={"name": "c"})
+
+    @staticmethod
+    def partial(op: dict, outcome: Outcome) -> bool:
+        """A statement over several documents failed: MongoDB leaves open which
+        of them it had already changed."""
+        statements = op["cmd"].get("updates") or op["cmd"].get("deletes") or []
+        return bool(outcome.write_errors) and any(
+            st.get("multi") or st.get("limit") == 0 for st in statements)
+
+    def same(self, a: Outcome, b: Outcome) -> bool:
+        if a.error != b.error or a.write_errors != b.write_errors:
+            return False
+        if a.write_errors and "write_error_counts" not in self.caps:
+            return a.value[1:] == b.value[1:]  # the backend's n counts failed statements
+        return a.value == b.value
+
+    @staticmethod
+    def refusal(got: Outcome, want: Outcome) -> Optional[int]:
+        """The code when remold refused: a command error, or write errors the
+        flat side does not have (all with one code)."""
+        if got.error is not None:
+            return got.error
+        extra = [code for index, code in got.write_errors if (index, code) not in want.write_errors]
+        if extra and len(set(extra)) == 1 and want.error is None:
+            return extra[0]
+        return None
+
+    def field_order(self, got: Outcome, want: Outcome) -> Optional[str]:
+        if not self.f.field_order_oracle:
+            return None
+        if "field_order" not in self.caps and self.updated:
+            return None  # the backend orders updated fields unlike MongoDB: nothing to compare with
+        if not got.raw or not want.raw or len(got.raw) != len(want.raw):
+            return None
+        key = lambda d: repr(canon(d, self.f.loose))
+        for a, b in zip(sorted(got.raw, key=key), sorted(want.raw, key=key)):
+            if field_order_differs(a, b):
+                return f"remold: {show(a)}\n    flat:   {show(b)}"
+        return None
+
+    def state_check(self, index: int, op: dict) -> list[Difference]:
+        diffs = []
+        for name in self.touched(op):
+            got = read_all(self.r, name, self.f.loose, self.f.normalize_state)
+            want = read_all(self.flat, name, self.f.loose, self.f.normalize_state)
+            if got != want:
+                detail = f"{name} through remold: {show(got, 900)}\n    flat: {show(want, 900)}"
+                diffs.append(Difference(index, op, (self.f.name, label(op), f"state of {name} differs after it"),
+                                        detail))
+        if diffs:
+            self.after_difference(op)
+        return diffs
+
+    def after_difference(self, op: dict, refused: bool = False) -> None:
+        """Go on from remold's state after a document write if the family's
+        oracle allows it (flat copies of bucket and attribute collections are
+        plain data). After a pipeline or catalog write, remold's stored form
+        may be what its rule cannot read back, and a computed oracle recomputes
+        from the source: going on would only show consequences, so the
+        sequence stops here. A command remold refused changed nothing there:
+        the flat side goes back to remold's state whatever the family."""
+        if refused or (self.f.resyncable and not op["stages"] and op["label"] in CRUD):
+            self.resync()
+        else:
+            self.in_sync = False
+
+    def touched(self, op: dict) -> list[str]:
+        """The collections a write may change: c, those it names, and the
+        rule's own outputs (the computed target)."""
+        named = {v.split(".", 1)[1] for v in op["cmd"].values() if isinstance(v, str) and "." in v}
+        return [n for n in self.f.names if n == "c" or n in named or n in self.f.outputs]
+
+    def resync(self) -> None:
+        """Make the flat copy what remold shows (documents and indexes), so the
+        sequence can go on. A collection exists if remold lists it or shows
+        documents in it."""
+        try:
+            listed = set(self.r.list_collection_names())
+        except Exception:
+            listed = set()
+        for name in self.f.names:
+            try:
+                docs = list(self.r[name].find())
+            except Exception:
+                docs = []
+            try:
+                indexes = [i for i in self.r[name].list_indexes() if i["name"] != "_id_"]
+            except Exception:
+                indexes = []
+            self.flat.drop_collection(name)
+            if name in listed or docs:
+                self.flat.create_collection(name)
+                for index in indexes:
+                    self.flat[name].create_index(list(index["key"].items()), name=index["name"],
+                                                 unique=bool(index.get("unique")))
+                if docs:
+                    try:
+                        self.flat[name].insert_many(docs, ordered=False)
+                    except BulkWriteError:  # remold shows what no plain collection can hold
+                        self.in_sync = False

@@ -1,0 +1,74 @@
+"""The differential test (issue 11), bounded for ``make test``: for each rule
+(bucket, attribute, computed) a few seeded random sequences of writes, reads,
+pipelines from a plain collection reading the ruled one, $out/$merge into it
+and catalog commands run through remold on the ruled collection and directly
+on the backend on a flat copy (for computed, the flat copy's computed values
+are recomputed by the oracle after every write). Every difference must be a
+refusal documented in README.md's table "What works through remold"; any
+other difference fails the test, printed with its seed and a minimal
+reproducing sequence (delta-debugged on fresh collections).
+
+The harness lives in ``differential/``; the long run is
+``tests/e2e/differential.sh --rule attribute --seed 7 --ops 100000``.
+``REMOLD_DIFF_SEED`` (default 11) and ``REMOLD_DIFF_SEQUENCES`` (default 8
+per rule, of ``REMOLD_DIFF_LENGTH`` 40 operations) change the bounded run.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+import pymongo
+import pytest
+
+from conftest import NO_PROXY, SOURCE_DIR, start_remold
+from differential.campaign import format_finding, format_report, run_campaign
+from differential.capabilities import probe
+from differential.families import FAMILIES
+from differential.setup import cleanup, harness, write_rules
+from differential.table import Table
+
+SEED = int(os.environ.get("REMOLD_DIFF_SEED", "11"))
+SEQUENCES = int(os.environ.get("REMOLD_DIFF_SEQUENCES", "8"))
+LENGTH = int(os.environ.get("REMOLD_DIFF_LENGTH", "40"))
+MINIMIZE_SECONDS = 5.0  # per difference class, and
+MINIMIZE_TOTAL = 12.0   # per rule, so that a run with many classes stays bounded
+
+
+@pytest.fixture(scope="module")
+def differential_env(backend, direct_client, tmp_path_factory):
+    if NO_PROXY:
+        pytest.skip("compares remold against the backend; REMOLD_TEST_NO_PROXY=1")
+    prefix = f"e2e_diff_{uuid.uuid4().hex[:6]}"
+    rules = write_rules(tmp_path_factory.mktemp("diff") / "rules", prefix, sorted(FAMILIES))
+    remold = start_remold(backend.uri, extra_args=("--rules", str(rules)))
+    client = pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000)
+    caps = probe(direct_client, f"{prefix}_probe")
+    yield prefix, client, caps
+    client.close()
+    cleanup(prefix, sorted(FAMILIES), direct_client)
+    remold.kill()
+    remold.stderr_path.unlink(missing_ok=True)
+
+
+def test_readme_table_is_readable():
+    table = Table.from_readme(SOURCE_DIR / "README.md")
+    for name in ("insert", "find", "update", "delete", "$lookup", "$out", "renameCollection"):
+        assert set(table.rows[name]) == set(FAMILIES), f"README table row {name}: {table.rows[name]}"
+
+
+@pytest.mark.parametrize("rule", sorted(FAMILIES))
+def test_ruled_collection_answers_as_a_flat_one(rule, differential_env, direct_client):
+    prefix, client, caps = differential_env
+    table = Table.from_readme(SOURCE_DIR / "README.md")
+    h = harness(rule, prefix, client, direct_client, table, caps)
+    result = run_campaign(h, caps, seed=SEED, sequences=SEQUENCES, length=LENGTH,
+                          minimize_budget=150, minimize_seconds=MINIMIZE_SECONDS,
+                          minimize_total=MINIMIZE_TOTAL)
+    report = format_report([result])
+    print(f"backend capabilities: {', '.join(sorted(caps))}\n{report}")
+    assert result.stats.operations >= SEQUENCES, "the sequences ran no operation"
+    if result.findings:
+        pytest.fail(f"{len(result.findings)} unexplained difference classes (rule {rule}, seed {SEED}):\n\n"
+                    + "\n\n".join(format_finding(f) for f in result.findings.values())
+                    + "\n\n" + report, pytrace=False)
