@@ -220,10 +220,9 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
 namespace {
 
 // Why the pairs a document carries itself cannot be unfolded by a read
-// ($arrayToObject needs documents with a string key and a value, and with
-// the default names exactly those two fields), or nothing.
+// (the view unfolds only documents with exactly a string key and a value),
+// or nothing.
 std::optional<std::string> PairProblem(const AttributeRule& rule, const bson_iter_t& array) {
-  const bool default_names = rule.key_name == "k" && rule.value_name == "v";
   bson_iter_t child, copy = array;
   if (!bson_iter_recurse(&copy, &child)) return std::nullopt;
   while (bson_iter_next(&child)) {
@@ -236,13 +235,12 @@ std::optional<std::string> PairProblem(const AttributeRule& rule, const bson_ite
       bson_iter_t key;
       ok = bson_init_static(&pair, data, length) &&
            bson_iter_init_find(&key, &pair, rule.key_name.c_str()) && BSON_ITER_HOLDS_UTF8(&key) &&
-           Find(&pair, rule.value_name).has_value() &&
-           (!default_names || bson_count_keys(&pair) == 2);
+           Find(&pair, rule.value_name).has_value() && bson_count_keys(&pair) == 2;
     }
     if (!ok)
       return "field '" + rule.array_field + "' holds an element that is not a {" + rule.key_name +
              ": <string>, " + rule.value_name + ": <value>} pair" +
-             (default_names ? " (with no other field)" : "") +
+             " (with no other field)" +
              "; reads of the collection could not unfold it";
   }
   return std::nullopt;
@@ -301,6 +299,11 @@ Doc FoldAttributes(const AttributeRule& rule, const bson_t* doc, std::string* er
     bson_append_document(&array, k, static_cast<int>(len), pair.get());
   }
   bson_append_array_end(out.mut(), &array);
+  // Pairs the client wrote itself must unfold: a name that repeats or is
+  // also a field of the document would come back as the stored array.
+  if (existing && error && error->empty() && Find(UnfoldAttributes(rule, out.get()).get(), rule.array_field))
+    *error = "field '" + rule.array_field + "' holds a pair whose name repeats or is also a field of "
+             "the document; reads of the collection could not unfold it";
   return out;
 }
 

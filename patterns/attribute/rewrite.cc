@@ -6,6 +6,7 @@
 
 #include "patterns/attribute/filter.h"
 #include "patterns/attribute/update.h"
+#include "patterns/attribute/view.h"
 #include "rewrite/plan.h"
 #include "rewrite/cursor_reply.h"
 
@@ -21,43 +22,6 @@ Doc Stage(std::string_view name, const Doc& spec) {
   Doc stage;
   AppendDoc(stage.mut(), name, spec);
   return stage;
-}
-
-// The stages that present stored documents as the application wrote them.
-std::vector<Doc> UnfoldStages(const AttributeRule& rule) {
-  // A document without the array has no attributes: [] rather than missing.
-  Doc array;
-  bson_t if_null;
-  BSON_APPEND_ARRAY_BEGIN(array.mut(), "$ifNull", &if_null);
-  BSON_APPEND_UTF8(&if_null, "0", ("$" + rule.array_field).c_str());
-  bson_t empty;
-  BSON_APPEND_ARRAY_BEGIN(&if_null, "1", &empty);
-  bson_append_array_end(&if_null, &empty);
-  bson_append_array_end(array.mut(), &if_null);
-  Doc pairs;
-  if (rule.key_name == "k" && rule.value_name == "v") {
-    AppendDoc(pairs.mut(), "$arrayToObject", array);
-  } else {
-    Doc map, in;
-    AppendString(in.mut(), "k", "$$p." + rule.key_name);
-    AppendString(in.mut(), "v", "$$p." + rule.value_name);
-    AppendDoc(map.mut(), "input", array);
-    AppendString(map.mut(), "as", "p");
-    AppendDoc(map.mut(), "in", in);
-    Doc map_expr;
-    AppendDoc(map_expr.mut(), "$map", map);
-    AppendDoc(pairs.mut(), "$arrayToObject", map_expr);
-  }
-  Doc root, merge_doc;
-  bson_t merge;
-  BSON_APPEND_ARRAY_BEGIN(merge_doc.mut(), "$mergeObjects", &merge);
-  BSON_APPEND_UTF8(&merge, "0", "$$ROOT");
-  BSON_APPEND_DOCUMENT(&merge, "1", pairs.get());
-  bson_append_array_end(merge_doc.mut(), &merge);
-  AppendDoc(root.mut(), "newRoot", merge_doc);
-  Doc drop;
-  BSON_APPEND_INT32(drop.mut(), rule.array_field.c_str(), 0);
-  return {Stage("$replaceRoot", root), Stage("$project", drop)};
 }
 
 class AttributeRewriter {

@@ -145,6 +145,36 @@ struct UpdateSteps {
     return next;
   }
 
+  // The backend names the pair's value field ("... has the field 'v' of
+  // non-numeric type string"); the application knows the attribute.
+  std::string NamingAttributes(std::string message) const {
+    std::vector<std::string> names;
+    for (const AttributeOp& op : ops)
+      if (op.op != "$unset" && std::find(names.begin(), names.end(), op.name) == names.end())
+        names.push_back(op.name);
+    if (names.empty()) return message;
+    bool fixed_named_alike = false;  // a fixed field called like the value field
+    bson_iter_t op_it;
+    bson_iter_init(&op_it, fixed_ops.get());
+    while (bson_iter_next(&op_it))
+      ForEachChild(op_it, [&](std::string_view path, const bson_iter_t&) {
+        std::string_view last = path.substr(path.rfind('.') + 1);
+        fixed_named_alike = fixed_named_alike || last == rule.value_name;
+      });
+    if (fixed_named_alike) return message;
+    std::string replacement = "'" + names.front() + "'";
+    if (names.size() > 1) {
+      replacement = "'" + rule.value_name + "' (of one of the attributes";
+      for (size_t i = 0; i < names.size(); ++i) replacement += (i ? ", '" : " '") + names[i] + "'";
+      replacement += ")";
+    }
+    const std::string internal = "field '" + rule.value_name + "'";
+    for (size_t at = message.find(internal); at != std::string::npos;
+         at = message.find(internal, at + replacement.size()))
+      message.replace(at + 6, internal.size() - 6, replacement);
+    return message;
+  }
+
   // n and nModified come from the client's write (step 3, or the pull
   // when only attributes are unset); nModified adds documents that only
   // gained a pair in step 2, at most n.
@@ -172,8 +202,13 @@ struct UpdateSteps {
           BSON_APPEND_INT32(e.mut(), "index", 0);
           bson_iter_t it;
           bson_iter_init(&it, errors.front().get());
-          while (bson_iter_next(&it))
-            if (std::string_view(bson_iter_key(&it)) != "index") AppendValue(e.mut(), bson_iter_key(&it), it);
+          while (bson_iter_next(&it)) {
+            std::string_view key = bson_iter_key(&it);
+            if (key == "errmsg" && BSON_ITER_HOLDS_UTF8(&it))
+              AppendString(e.mut(), key, NamingAttributes(bson_iter_utf8(&it, nullptr)));
+            else if (key != "index")
+              AppendValue(e.mut(), key, it);
+          }
           write_error = std::move(e);
         }
       }
@@ -222,9 +257,15 @@ std::optional<Refusal> SplitAttributeUpdate(const AttributeRule& a_, const Doc& 
     while (bson_iter_next(&field)) {
       std::string path = bson_iter_key(&field);
       std::string name = FirstComponent(path);
-      if (path == a_.array_field || name == a_.array_field)
-        return illegal("update of '" + a_.array_field +
-                       "' itself is not supported: update the attributes by name");
+      if (name == a_.array_field)
+        return Refusal{error_codes::kBadValue,
+                       "field '" + a_.array_field + "' is reserved: it holds the attributes (update '" +
+                           path + "' refused); update the attributes by name"};
+      if (op == "$rename" && BSON_ITER_HOLDS_UTF8(&field) &&
+          FirstComponent(bson_iter_utf8(&field, nullptr)) == a_.array_field)
+        return Refusal{error_codes::kBadValue,
+                       "field '" + a_.array_field + "' is reserved: it holds the attributes ($rename to '" +
+                           std::string(bson_iter_utf8(&field, nullptr)) + "' refused)"};
       if (!a_.IsAttribute(name)) {
         AppendValue(fixed_part.mut(), path, field);
         continue;

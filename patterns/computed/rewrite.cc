@@ -269,13 +269,14 @@ std::optional<Plan> ComputedInsert(const Command& command, const ComputedRule& r
   return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings}; });
 }
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule&, const ComputedRule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const Rule& base, const ComputedRule& rule,
                                    const Capabilities&) {
   const std::string& name = command.name;
   if (name == "insert") return ComputedInsert(command, rule);
   if (name == "delete") return ComputedDelete(command, rule);
   if (name == "update") return ComputedUpdate(command, rule);
   if (name == "findAndModify" || name == "findandmodify") return ComputedFindAndModify(command, rule);
+  if (name == "drop") return ComputedDrop(command, base.name, rule);
   return std::nullopt;
 }
 

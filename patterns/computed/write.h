@@ -89,6 +89,8 @@ std::optional<Plan> ComputedInsert(const Command& command, const ComputedRule& r
 std::optional<Plan> ComputedDelete(const Command& command, const ComputedRule& rule);
 std::optional<Plan> ComputedUpdate(const Command& command, const ComputedRule& rule);
 std::optional<Plan> ComputedFindAndModify(const Command& command, const ComputedRule& rule);
+std::optional<Plan> ComputedDrop(const Command& command, const std::string& rule_name,
+                                 const ComputedRule& rule);  // drop.cc
 
 // A findAndModify on the rule's collection; `query` and the rest are
 // appended by the caller, then Seal() adds the generic arguments and $db.

@@ -1211,3 +1211,100 @@ def test_documents_the_view_could_not_unfold_are_refused(attr_env):
     # Well-formed pairs the application writes itself are still accepted.
     products.insert_one({"_id": 11, "name": "Lamp", "specs": [{"k": "watts", "v": 9}]})
     assert products.find_one({"_id": 11}) == {"_id": 11, "name": "Lamp", "watts": 9}
+
+
+# --------------------------------------------------------------------------
+# 5. Issue 11: stored documents the view cannot unfold, the reserved array
+# name, errors that name the attribute.
+
+MALFORMED_STORED = [
+    {"_id": 20, "name": "not an array", "specs": "x"},
+    {"_id": 21, "name": "an object", "specs": {"a": 1}},
+    {"_id": 22, "name": "not documents", "specs": [1, 2]},
+    {"_id": 23, "name": "key not a string", "specs": [{"k": 7, "v": 1}]},
+    {"_id": 24, "name": "no value", "specs": [{"k": "litres"}]},
+    {"_id": 25, "name": "third field", "specs": [{"k": "litres", "v": 1.7, "u": "l"}]},
+    {"_id": 26, "name": "repeated name", "specs": [{"k": "hz", "v": 1}, {"k": "hz", "v": 2}]},
+    {"_id": 27, "name": "clashes with a field", "specs": [{"k": "name", "v": "other"}]},
+    {"_id": 28, "name": "null", "specs": None},
+    {"_id": 29, "name": "names the array", "specs": [{"k": "specs", "v": 1}]},
+]
+
+
+def test_malformed_stored_documents_never_break_reads(attr_env):
+    """Documents written directly on the backend with a pair array the view
+    cannot unfold are read back exactly as stored, and every read shape of
+    the collection keeps working (it used to fail for everyone with 40386
+    '$arrayToObject requires an array input'). The oracle is a flat
+    collection holding what the application sees: the well-formed products
+    flat, the malformed ones as stored."""
+    products, direct = attr_env.db.products, attr_env.direct
+    products.insert_many([dict(p) for p in FOUR_PRODUCTS])
+    direct.products.insert_many([dict(d) for d in MALFORMED_STORED])
+    flat = direct.products_flat
+    flat.insert_many([dict(p) for p in FOUR_PRODUCTS] + [dict(d) for d in MALFORMED_STORED])
+
+    def same(what, read):
+        expected, got = read(flat), read(products)
+        assert canon(got) == canon(expected), f"{what}:\n  flat:   {expected!r}\n  remold: {got!r}"
+
+    same("find all", lambda c: list(c.find().sort("_id", 1)))
+    same("find fixed filter", lambda c: list(c.find({"name": {"$gte": "n"}}).sort("_id", 1)))
+    same("find attribute filter", lambda c: list(c.find({"screen_in": {"$gte": 14}}).sort("_id", 1)))
+    same("sort by an attribute", lambda c: list(c.find().sort([("screen_in", -1), ("_id", 1)])))
+    same("projection on attributes", lambda c: list(c.find({}, {"ram_gb": 1, "name": 1}).sort("_id", 1)))
+    same("count_documents all", lambda c: c.count_documents({}))
+    same("count_documents attribute", lambda c: c.count_documents({"ram_gb": {"$gt": 8}}))
+    same("count_documents fixed", lambda c: c.count_documents({"name": {"$regex": "^n"}}))
+    same("aggregate unfold then group",
+         lambda c: list(c.aggregate([{"$group": {"_id": None, "n": {"$sum": 1},
+                                                 "screens": {"$sum": "$screen_in"}}}])))
+    same("aggregate match sort project",
+         lambda c: list(c.aggregate([{"$match": {"_id": {"$gte": 3}}}, {"$sort": {"_id": 1}},
+                                     {"$project": {"name": 1, "specs": 1, "hz": 1}}])))
+    same("distinct of a fixed field", lambda c: sorted(c.distinct("name")))
+    same("find_one by _id", lambda c: c.find_one({"_id": 25}))
+    same("find_one_and_update of a fixed field",
+         lambda c: c.find_one_and_update({"_id": 21}, {"$set": {"price": 5}},
+                                         return_document=ReturnDocument.AFTER))
+
+
+def test_pair_array_name_is_reserved_for_writes(attr_env):
+    """The pair array's name belongs to the rule: an update operator on it
+    (or on a path inside it, or renaming a field to it) is refused with
+    BadValue naming the field, the rule and the collection, and so is a
+    document carrying it in any form but well-formed pairs whose names are
+    new to the document; nothing changes."""
+    products = attr_env.db.products
+    products.insert_many([dict(p) for p in FOUR_PRODUCTS])
+    before = [canon(d) for d in attr_env.direct.products.find().sort("_id", 1)]
+    words = ("specs", "attribute rule", f"{attr_env.db.name}.products")
+    for update in [{"$set": {"specs": [{"k": "a", "v": 1}]}}, {"$set": {"specs.0.v": 1}},
+                   {"$unset": {"specs": ""}}, {"$push": {"specs": {"k": "a", "v": 1}}},
+                   {"$rename": {"name": "specs"}}, {"$inc": {"specs.x": 1}}]:
+        assert_refused(lambda: products.update_one({"_id": 1}, update), 2, *words)
+        assert_refused(lambda: products.update_many({}, update), 2, *words)
+        assert_refused(lambda: products.find_one_and_update({"_id": 1}, update), 2, *words)
+    for doc in [{"_id": 30, "name": "dup", "specs": [{"k": "hz", "v": 1}], "hz": 2},
+                {"_id": 31, "name": "clash", "specs": [{"k": "name", "v": "x"}]},
+                {"_id": 32, "name": "twice", "specs": [{"k": "a", "v": 1}, {"k": "a", "v": 2}]}]:
+        assert_refused(lambda: products.insert_one(dict(doc)), 2, *words)
+        replacement = {k: v for k, v in doc.items() if k != "_id"}
+        assert_refused(lambda: products.replace_one({"_id": 1}, replacement), 2, *words)
+        assert_refused(lambda: products.find_one_and_replace({"_id": 1}, replacement), 2, *words)
+    assert [canon(d) for d in attr_env.direct.products.find().sort("_id", 1)] == before
+
+
+def test_non_numeric_inc_error_names_the_attribute(twins):
+    """$inc of an attribute holding a string fails as on MongoDB (same code)
+    and the message names the attribute, as MongoDB's names the field,
+    never the pair's internal 'v'."""
+    doc = pick(twins, {"color": {"$type": "string"}})
+    with pytest.raises(WriteError) as flat_err:
+        twins.flat.update_one({"_id": doc["_id"]}, {"$inc": {"color": 1}})
+    with pytest.raises(WriteError) as ruled_err:
+        twins.ruled.update_one({"_id": doc["_id"]}, {"$inc": {"color": 1}})
+    assert ruled_err.value.code == flat_err.value.code
+    assert "'color'" in str(ruled_err.value), str(ruled_err.value)
+    assert "'v'" not in str(ruled_err.value), str(ruled_err.value)
+    twins.check("after a failed $inc")

@@ -1151,3 +1151,35 @@ def test_target_in_another_database(computed_env):
     env.db.shares.delete_one({"itemId": "a"})
     assert env.other_direct.stats.find_one({"_id": "a"})["shareCount"] == 1
     assert "stats" not in env.direct.list_collection_names()
+
+
+def test_drop_of_a_source_never_leaves_targets_stale(computed_env):
+    """Issue 11: dropping `comments` through remold used to leave every
+    post's commentCount and lastCommentAt counting comments that no longer
+    exist. A drop of a source that still has documents is refused with
+    InvalidOptions naming the rule and the targets, and nothing changes;
+    after deleteMany({}) (maintained) the drop goes through and the posts
+    hold what the oracle computes from no comments at all."""
+    env = computed_env
+    env.db.posts.insert_many([{"_id": 1, "title": "a"}, {"_id": 2, "title": "b"}])
+    t0 = dt.datetime(2026, 1, 1)
+    env.db.comments.insert_many([
+        {"_id": i, "postId": 1 + i % 2, "author": f"u{i}", "createdAt": t0 + dt.timedelta(minutes=i)}
+        for i in range(6)])
+    problems, _, _ = check_posts(env.direct)
+    assert not problems, problems
+    with pytest.raises(OperationFailure) as err:
+        env.db.comments.drop()
+    assert err.value.code == 72, err.value
+    for word in ("comments", "posts", "computed rule", "deleteMany"):
+        assert word in str(err.value), f"{word!r} not in {err.value}"
+    assert env.direct.comments.count_documents({}) == 6, "a refused drop dropped the comments"
+    problems, _, _ = check_posts(env.direct)
+    assert not problems, problems
+    env.db.comments.delete_many({})
+    env.db.comments.drop()
+    assert "comments" not in env.direct.list_collection_names()
+    problems, oracle, posts = check_posts(env.direct)
+    assert oracle == {} and len(posts) == 2
+    assert not problems, problems
+    assert all(p.get("commentCount") == 0 for p in posts), posts
