@@ -56,9 +56,14 @@ std::vector<Doc> UnfoldStages(const AttributeRule& rule) {
       array + R"(, "as": "p", "in": )" + pair_ok + R"(}}]}, {"$and": [{"$eq": [{"$size": {"$setUnion": [)" +
       names + R"(]}}, {"$size": )" + array + R"(}]}, {"$eq": [{"$size": {"$setIntersection": [)" + names +
       ", " + Keys(R"("$$ROOT")") + R"(]}}, 0]}]}, false]}, false]})";
-  std::string pairs = array;  // {k, v} already, or renamed to it
+  // The pairs again, filtered so that this branch is defined on any
+  // document: a server may evaluate both branches of the $cond below.
+  const std::string valid_pairs = R"({"$filter": {"input": {"$cond": [{"$isArray": )" + array +
+                                  "}, " + array + R"(, {"$literal": []}]}, "as": "p", "cond": )" +
+                                  pair_ok + "}}";
+  std::string pairs = valid_pairs;  // {k, v} already, or renamed to it
   if (rule.key_name != "k" || rule.value_name != "v")
-    pairs = R"({"$map": {"input": )" + array + R"(, "as": "p", "in": {"k": )" + key + R"(, "v": )" +
+    pairs = R"({"$map": {"input": )" + valid_pairs + R"(, "as": "p", "in": {"k": )" + key + R"(, "v": )" +
             Quote("$$p." + rule.value_name) + "}}}";
   const std::string others = R"({"$filter": {"input": {"$objectToArray": "$$ROOT"}, "as": "f", "cond": )"
                              R"({"$ne": ["$$f.k", {"$literal": )" +

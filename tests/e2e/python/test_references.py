@@ -22,6 +22,7 @@ from bson import json_util
 from pymongo.errors import OperationFailure
 
 from conftest import start_remold
+from support import run_explain
 
 T0 = dt.datetime(2024, 3, 4)
 
@@ -94,7 +95,8 @@ RULED = ("readings", "products", "comments")
 class World:
     """The same data through remold (ruled) and directly on the backend (flat)."""
 
-    def __init__(self, ruled_db, flat_db, direct_db, remold):
+    def __init__(self, ruled_db, flat_db, direct_db, remold, rules_dir):
+        self.rules_dir = rules_dir
         self.ruled = ruled_db
         self.flat = flat_db
         self.direct = direct_db
@@ -123,7 +125,7 @@ def world(backend, tmp_path_factory):
             flat[name].insert_many([dict(d) for d in docs])
         flat.posts.delete_many({})
         flat.posts.insert_many(list(client[db_name].posts.find()))
-        yield World(ruled, flat, direct[db_name], remold)
+        yield World(ruled, flat, direct[db_name], remold, rules_dir)
     finally:
         direct.drop_database(db_name)
         direct.drop_database(flat_name)
@@ -157,6 +159,20 @@ def require(capable: bool, what: str):
     if not capable:
         pytest.skip(f"the backend cannot run {what} on a plain collection "
                     "(run against mongod with REMOLD_TEST_BACKEND_URI)")
+
+
+def backend_runs_view_inside_lookup(world, collection: str, pipeline: list) -> bool:
+    """Whether the backend itself runs the pipeline remold sends for this
+    one (the rule's view inside a $lookup), straight on the stored data.
+    mongo-java-server cannot run the attribute view inside a $lookup
+    ("Failed to optimize pipeline"); mongod can."""
+    [command] = run_explain(world.rules_dir, world.ruled.name,
+                            {"aggregate": collection, "pipeline": pipeline, "cursor": {}})
+    try:
+        list(world.direct[collection].aggregate(command["pipeline"]))
+        return True
+    except OperationFailure:
+        return False
 
 
 def backend_has_unionwith(world) -> bool:
@@ -248,6 +264,8 @@ def test_lookup_nested_in_lookup_into_bucket(world):
 def test_lookup_equality_on_an_attribute_matches(world):
     pipeline = [{"$lookup": {"from": "products", "localField": "sku", "foreignField": "sku",
                              "as": "p"}}]
+    require(backend_runs_view_inside_lookup(world, "orders", pipeline),
+            "the attribute view inside a $lookup")
     assert_same(world, "orders", pipeline, at_least=len(ORDERS))
     ruled, _ = both(world, "orders", pipeline)
     first = next(d for d in ruled if d["_id"] == 1)
@@ -305,6 +323,7 @@ def test_view_on_a_bucket_collection_reads_readings(world):
             raise
         names[side] = list(db.hot.find())
         if side == "flat" and len(names[side]) != sum(r["temp"] >= 30 for r in READINGS):
+            db.drop_collection("hot")
             pytest.skip("the backend does not evaluate views")
     assert canon(names["ruled"]) == canon(names["flat"])
 

@@ -28,6 +28,10 @@ from differential.families import FAMILIES
 from differential.setup import cleanup, harness, write_rules
 from differential.table import Table
 
+# This file sits below conftest.py's folder (it is not collected with the
+# suite yet: tests/e2e/README.md); its fixtures are loaded by name.
+pytest_plugins = ("conftest",)
+
 SEED = int(os.environ.get("REMOLD_DIFF_SEED", "11"))
 SEQUENCES = int(os.environ.get("REMOLD_DIFF_SEQUENCES", "8"))
 LENGTH = int(os.environ.get("REMOLD_DIFF_LENGTH", "40"))
