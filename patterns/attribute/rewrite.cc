@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "patterns/attribute/filter.h"
+#include "patterns/attribute/indexes.h"
 #include "patterns/attribute/update.h"
 #include "patterns/attribute/view.h"
 #include "rewrite/plan.h"
@@ -40,6 +41,7 @@ class AttributeRewriter {
     if (name == "insert") return Insert();
     if (name == "update") return Update();
     if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
+    if (name == "createIndexes") return AttributeCreateIndexes(command_, rule_, a_);
     return std::nullopt;  // everything else is about the collection as stored
   }
 

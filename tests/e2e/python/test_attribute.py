@@ -1308,3 +1308,25 @@ def test_non_numeric_inc_error_names_the_attribute(twins):
     assert "'color'" in str(ruled_err.value), str(ruled_err.value)
     assert "'v'" not in str(ruled_err.value), str(ruled_err.value)
     twins.check("after a failed $inc")
+
+
+def test_index_on_an_attribute_is_served_by_the_pair_index(attr_env):
+    """An index on an attribute would index a field that is never stored:
+    remold answers it as served by the pair index (and ensures that one),
+    refuses what the pair index cannot honour (unique, compound, sparse...),
+    and passes indexes on fixed fields through."""
+    products = attr_env.db.products
+    products.insert_many([dict(p) for p in FOUR_PRODUCTS])
+    reply = attr_env.db.command("createIndexes", "products",
+                                indexes=[{"key": {"ram_gb": 1}, "name": "ram_gb_1"}])
+    assert "pair index" in reply["note"], reply
+    stored = {ix["name"]: dict(ix["key"]) for ix in attr_env.direct.products.list_indexes()}
+    assert "ram_gb_1" not in stored, "an index on a field that is never stored was built"
+    assert stored["remold_attribute_specs"] == dict(INDEX_KEY)
+    words = ("attribute rule", f"{attr_env.db.name}.products")
+    assert_refused(lambda: products.create_index("ram_gb", unique=True), 72, "unique", *words)
+    assert_refused(lambda: products.create_index([("name", 1), ("ram_gb", 1)]), 72, *words)
+    assert_refused(lambda: products.create_index("ram_gb", sparse=True), 72, "sparse", *words)
+    assert products.create_index("name") == "name_1"
+    stored = {ix["name"] for ix in attr_env.direct.products.list_indexes()}
+    assert "name_1" in stored
