@@ -1,5 +1,6 @@
 #include "patterns/computed/maintenance.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "rewrite/bson_compare.h"
@@ -17,6 +18,9 @@ constexpr int kMaxRecomputeRounds = 8;
 // times before its target is left to reconciliation: the read and the
 // compare-and-set after it are safe to repeat.
 constexpr int kReadAttempts = 3;
+// Source documents read at a max with followers: those tied at the max
+// are as good as one another (past this many, a round more settles it).
+constexpr int kTiesRead = 16;
 
 using Op = MaintainedField::Op;
 
@@ -190,7 +194,9 @@ void AggregateMaintenance::Record(const bson_t* before, const bson_t* after) {
     if (same_link) {
       bool unchanged = field.op == Op::kCount ||
                        SameValue(Find(before, field.of), Find(after, field.of));
-      if (field.op == Op::kLatest) unchanged = unchanged && SameValue(Find(before, field.by), Find(after, field.by));
+      if (field.op == Op::kLatest)  // a max's followers are set together, from one document
+        unchanged = SameValue(Find(before, field.by), Find(after, field.by)) &&
+                    FollowersUnchanged(OrderOf(i), before, after);
       if (unchanged) continue;
     }
     if (from) Remove(*from, i, before);
@@ -278,25 +284,39 @@ void AggregateMaintenance::Schedule(CommandQueue& queue) {
     queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "maintaining"); });
   });
   queue.AddPhase([this, &queue, multi] {
+    // For each max with followers: the followers' values from the newest
+    // document added, set where the max is still that document's. Then
+    // read the source again: a concurrent writer's set of the same max may
+    // have landed first (two writes to the newest document's other fields).
     std::vector<Doc> statements;
-    for (const Target& target : targets_) {
-      for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
-        const MaintainedField& field = aggregate_.fields[i];
-        if (field.op != Op::kLatest || !target.latest_by[i]) continue;
-        Doc q = LinkFilter(target), set, u;
-        AppendGuard(q.mut(), field.by_field, target.latest_by[i]);
-        if (target.latest_of[i]) {
-          AppendValue(set.mut(), field.field, Unboxed(*target.latest_of[i]));
-          AppendDoc(u.mut(), "$set", set);
-        } else {
-          AppendString(set.mut(), field.field, "");
-          AppendDoc(u.mut(), "$unset", set);
+    std::vector<std::pair<size_t, size_t>> set;  // (target, max field)
+    for (size_t t = 0; t < targets_.size(); ++t) {
+      const Target& target = targets_[t];
+      for (size_t m = 0; m < aggregate_.fields.size(); ++m) {
+        std::vector<size_t> followers = Followers(m);
+        if (followers.empty() || !target.latest_by[followers.front()]) continue;
+        Doc q = LinkFilter(target), assign, unset, u;
+        AppendGuard(q.mut(), aggregate_.fields[m].field, target.latest_by[followers.front()]);
+        for (size_t f : followers) {
+          if (target.latest_of[f]) AppendValue(assign.mut(), aggregate_.fields[f].field, Unboxed(*target.latest_of[f]));
+          else AppendString(unset.mut(), aggregate_.fields[f].field, "");
         }
+        if (!assign.empty()) AppendDoc(u.mut(), "$set", assign);
+        if (!unset.empty()) AppendDoc(u.mut(), "$unset", unset);
         statements.push_back(Statement(q, u, multi, false));
+        set.emplace_back(t, m);
       }
     }
     if (statements.empty()) return;
-    queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "setting the latest value"); });
+    queue.Push(UpdateCommand(statements), [this, &queue, set](const Doc& reply) {
+      WarnOnFailure(reply, "setting the latest value");
+      if (FindInteger(reply.get(), "n").value_or(0) == 0) return;  // newer maxima everywhere
+      for (auto [t, m] : set) {
+        std::vector<std::optional<Doc>> values;
+        for (size_t f : Followers(m)) values.push_back(targets_[t].latest_of[f]);
+        ScheduleRecompute(queue, t, m, *targets_[t].latest_by[Followers(m).front()], 2, 1, std::move(values));
+      }
+    });
   });
   queue.AddPhase([this, &queue] {
     for (size_t t = 0; t < targets_.size(); ++t) {
@@ -308,27 +328,32 @@ void AggregateMaintenance::Schedule(CommandQueue& queue) {
           int c = CompareBsonValues(Unboxed(*target.best[i]), Unboxed(*target.lost[i]));
           if (field.op == Op::kMax ? c >= 0 : c <= 0) continue;  // the new value covers it
         }
-        ScheduleRecompute(queue, t, i, *target.lost[i], 1, 1);
+        ScheduleRecompute(queue, t, i, *target.lost[i], 1, 1, {});
       }
     }
   });
   if (!aggregate_.derived.empty()) queue.AddPhase([this, &queue] { ScheduleDerived(queue, 1); });
 }
 
-// Reads the extreme of field `i` for target `t` from the source, then sets
-// it where the target still holds `expected`; repeats while what it set is
-// no longer the extreme.
+// Reads the extreme of field `i` for target `t` from the source, with the
+// values of its followers, then sets them where the target still holds
+// `expected`; repeats while what it set is no longer the extreme.
+// `followers` holds the followers' values last set ({} in round 1: none
+// known yet); a round after the first ends when a source document at the
+// extreme holds them all.
 void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size_t i, Doc expected,
-                                             int round, int attempt) {
+                                             int round, int attempt,
+                                             std::vector<std::optional<Doc>> followers) {
   const MaintainedField& field = aggregate_.fields[i];
   const Target& target = targets_[t];
+  const std::vector<size_t> follower_fields = Followers(i);
   BackendCommand read;
   bson_t* body = read.body.mut();
   AppendString(body, "aggregate", source_.collection);
   // {link: L, "link.0": {$exists: false}, of: {$ne: null}}: the sources
   // Record counts for L (an array holding L is not one; "link.0" exists
   // only in a non-empty array).
-  Doc match, no_element, not_null, sort, project, limit;
+  Doc match, no_element, not_null, sort, project;
   AppendValue(match.mut(), aggregate_.link_from, Unboxed(target.link));
   BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
   AppendDoc(match.mut(), aggregate_.link_from + ".0", no_element);
@@ -338,17 +363,13 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
   BSON_APPEND_INT32(project.mut(), "_id", 0);
   BSON_APPEND_INT32(project.mut(), field.of.c_str(), 1);
   BSON_APPEND_INT32(project.mut(), aggregate_.link_from.c_str(), 1);
-  std::vector<const MaintainedField*> followers;  // latest fields ordered by this one
-  for (const auto& other : aggregate_.fields) {
-    if (other.op == Op::kLatest && other.by_field == field.field) {
-      followers.push_back(&other);
-      BSON_APPEND_INT32(project.mut(), other.of.c_str(), 1);
-    }
-  }
+  for (size_t f : follower_fields) BSON_APPEND_INT32(project.mut(), aggregate_.fields[f].of.c_str(), 1);
   std::vector<Doc> stages(4);
   AppendDoc(stages[0].mut(), "$match", match);
   AppendDoc(stages[1].mut(), "$sort", sort);
-  BSON_APPEND_INT32(stages[2].mut(), "$limit", 1);
+  // With followers, the documents tied at the extreme are read too: any of
+  // them holding the values set is an answer.
+  BSON_APPEND_INT32(stages[2].mut(), "$limit", follower_fields.empty() ? 1 : kTiesRead);
   AppendDoc(stages[3].mut(), "$project", project);
   AppendArray(body, "pipeline", stages);
   Doc cursor;
@@ -356,23 +377,25 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
   SealCommand(client_, ArgumentTarget::kRead, source_.db, body);
   read.may_fail = true;
 
-  queue.Push(std::move(read), [this, &queue, t, i, expected, round, attempt, followers](const Doc& reply) {
+  queue.Push(std::move(read), [this, &queue, t, i, expected, round, attempt, follower_fields,
+                               followers = std::move(followers)](const Doc& reply) {
     const MaintainedField& field = aggregate_.fields[i];
     if (!IsOkReply(reply)) {
       if (attempt < kReadAttempts && !InTransaction(client_)) {
-        ScheduleRecompute(queue, t, i, expected, round, attempt + 1);
+        ScheduleRecompute(queue, t, i, expected, round, attempt + 1, followers);
         return;
       }
       WarnOnFailure(reply, "recomputing " + field.field);
       return;
     }
-    std::optional<Doc> top;
-    if (std::vector<Doc> docs = FirstBatch(reply); !docs.empty()) top = docs.front();
-    if (top && !SameValue(Find(top->get(), aggregate_.link_from), Unboxed(targets_[t].link))) {
+    std::vector<Doc> docs = FirstBatch(reply);
+    const Doc* top = docs.empty() ? nullptr : &docs.front();
+    for (const Doc& doc : docs) {
+      if (SameValue(Find(doc.get(), aggregate_.link_from), Unboxed(targets_[t].link))) continue;
       // A backend that answered with a document its filter does not match
       // (an index entry read mid-update): ask again.
       if (attempt < kReadAttempts) {
-        ScheduleRecompute(queue, t, i, expected, round, attempt + 1);
+        ScheduleRecompute(queue, t, i, expected, round, attempt + 1, followers);
         return;
       }
       warnings_->push_back("recomputing " + field.field + " of " + aggregate_.target.full() +
@@ -383,8 +406,12 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
     std::optional<Doc> extreme;
     if (top)
       if (auto v = Find(top->get(), field.of)) extreme = Boxed(*v);
-    if (round > 1 && SameBox(extreme, expected.empty() ? std::nullopt : std::optional<Doc>(expected)))
-      return;  // what was set is still the extreme
+    const std::optional<Doc> was = expected.empty() ? std::nullopt : std::optional<Doc>(expected);
+    if (round > 1 && SameBox(extreme, was) &&
+        (!extreme || std::any_of(docs.begin(), docs.end(), [&](const Doc& doc) {
+          return HoldsFollowers(doc, extreme, i, followers);
+        })))
+      return;  // what was set is still the extreme, and a document there holds it
     if (round > kMaxRecomputeRounds) {
       warnings_->push_back("recomputing " + field.field + " of " + aggregate_.target.full() + " " +
                            Describe(targets_[t].link) + " did not settle after " +
@@ -393,25 +420,70 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
       return;
     }
     Doc q = LinkFilter(targets_[t]);
-    AppendGuard(q.mut(), field.field, expected.empty() ? std::nullopt : std::optional<Doc>(expected));
-    Doc set, unset, u;
-    if (extreme) AppendValue(set.mut(), field.field, Unboxed(*extreme));
+    AppendGuard(q.mut(), field.field, was);
+    Doc assign, unset, u;
+    if (extreme) AppendValue(assign.mut(), field.field, Unboxed(*extreme));
     else AppendString(unset.mut(), field.field, "");
-    for (const MaintainedField* latest : followers) {
-      std::optional<bson_iter_t> of = top ? Find(top->get(), latest->of) : std::nullopt;
-      if (extreme && of) AppendValue(set.mut(), latest->field, *of);
-      else AppendString(unset.mut(), latest->field, "");
+    std::vector<std::optional<Doc>> next_followers;
+    for (size_t f : follower_fields) {
+      const MaintainedField& latest = aggregate_.fields[f];
+      std::optional<bson_iter_t> of = top ? Find(top->get(), latest.of) : std::nullopt;
+      if (extreme && of) {
+        AppendValue(assign.mut(), latest.field, *of);
+        next_followers.push_back(Boxed(*of));
+      } else {
+        AppendString(unset.mut(), latest.field, "");
+        next_followers.push_back(std::nullopt);
+      }
     }
-    if (!set.empty()) AppendDoc(u.mut(), "$set", set);
+    if (!assign.empty()) AppendDoc(u.mut(), "$set", assign);
     if (!unset.empty()) AppendDoc(u.mut(), "$unset", unset);
     Doc next_expected = extreme ? *extreme : Doc();
     queue.Push(UpdateCommand({Statement(q, u, aggregate_.link_to != "_id", false)}),
-               [this, &queue, t, i, next_expected, round](const Doc& reply) {
+               [this, &queue, t, i, next_expected, round, next_followers](const Doc& reply) {
                  WarnOnFailure(reply, "recomputing " + aggregate_.fields[i].field);
                  if (FindInteger(reply.get(), "n").value_or(0) == 0) return;  // changed meanwhile
-                 ScheduleRecompute(queue, t, i, next_expected, round + 1, 1);
+                 ScheduleRecompute(queue, t, i, next_expected, round + 1, 1, next_followers);
                });
   });
+}
+
+std::vector<size_t> AggregateMaintenance::Followers(size_t max_field) const {
+  std::vector<size_t> followers;
+  const MaintainedField& order = aggregate_.fields[max_field];
+  if (order.op != Op::kMax) return followers;
+  for (size_t f = 0; f < aggregate_.fields.size(); ++f)
+    if (aggregate_.fields[f].op == Op::kLatest && aggregate_.fields[f].by_field == order.field)
+      followers.push_back(f);
+  return followers;
+}
+
+size_t AggregateMaintenance::OrderOf(size_t latest_field) const {
+  for (size_t m = 0; m < aggregate_.fields.size(); ++m)
+    if (aggregate_.fields[m].op == Op::kMax && aggregate_.fields[m].field == aggregate_.fields[latest_field].by_field)
+      return m;
+  return latest_field;  // unreachable: the loader requires the max beside a latest
+}
+
+bool AggregateMaintenance::FollowersUnchanged(size_t max_field, const bson_t* before,
+                                              const bson_t* after) const {
+  for (size_t f : Followers(max_field))
+    if (!SameValue(Find(before, aggregate_.fields[f].of), Find(after, aggregate_.fields[f].of))) return false;
+  return true;
+}
+
+bool AggregateMaintenance::HoldsFollowers(const Doc& doc, const std::optional<Doc>& extreme,
+                                          size_t max_field,
+                                          const std::vector<std::optional<Doc>>& values) const {
+  auto boxed = [&doc](const std::string& field) {
+    std::optional<bson_iter_t> v = Find(doc.get(), field);
+    return v ? std::optional<Doc>(Boxed(*v)) : std::nullopt;
+  };
+  if (!SameBox(boxed(aggregate_.fields[max_field].of), extreme)) return false;
+  const std::vector<size_t> followers = Followers(max_field);
+  for (size_t k = 0; k < followers.size() && k < values.size(); ++k)
+    if (!SameBox(boxed(aggregate_.fields[followers[k]].of), values[k])) return false;
+  return true;
 }
 
 // Reads the touched targets' maintained fields, computes the derived ones,

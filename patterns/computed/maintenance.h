@@ -6,7 +6,9 @@
 //  1. one update per target: $inc of counts and sums, $max/$min of the
 //     new values (upserting a missing target when the rule says so);
 //  2. the latest values: set where the target's max of `by` is the new
-//     document's (so the latest write of a concurrent pair wins);
+//     document's (so the latest write of a concurrent pair wins), then
+//     checked against the source as in 3 (two writers to the same newest
+//     document can land their sets in either order);
 //  3. recomputation where a removed value may have been the target's min
 //     or max: read the extreme from the source, compare-and-set it, and
 //     read again until what was set is still the extreme;
@@ -74,8 +76,18 @@ class AggregateMaintenance {
   BackendCommand UpdateCommand(const std::vector<Doc>& statements) const;
   // `expected`: {v: value} the target must still hold, or empty: absent.
   // `attempt` counts reads of the same round (a failed read is repeated).
+  // `followers`: the values last set to the field's followers ({}: none).
   void ScheduleRecompute(CommandQueue& queue, size_t target, size_t field, Doc expected, int round,
-                         int attempt);
+                         int attempt, std::vector<std::optional<Doc>> followers);
+  // The latest fields ordered by max field `max_field`, in rule order.
+  std::vector<size_t> Followers(size_t max_field) const;
+  // The max field that orders latest field `latest_field`.
+  size_t OrderOf(size_t latest_field) const;
+  bool FollowersUnchanged(size_t max_field, const bson_t* before, const bson_t* after) const;
+  // Whether a source document read for `max_field` sits at `extreme` and
+  // holds `values` in the followers' source fields.
+  bool HoldsFollowers(const Doc& doc, const std::optional<Doc>& extreme, size_t max_field,
+                      const std::vector<std::optional<Doc>>& values) const;
   void ScheduleDerived(CommandQueue& queue, int attempt);
   void WarnOnFailure(const Doc& reply, const std::string& what);
 

@@ -55,17 +55,20 @@ void AppendUpdate(bson_t* body, const char* key, const ClientUpdate& update) {
   }
 }
 
-// After a document changed: its inputs as the update left them, computed
-// or read back; then recorded for maintenance and repair.
+// After a document changed (`before`), or an upsert inserted one (no
+// `before`; `query` is the upsert's): its inputs as the update left them,
+// computed or read back; then recorded for maintenance and repair. An
+// insert whose inputs follow from its query and update is counted even if
+// another client deletes the document before it could be read.
 void RecordChange(ComputedWrite* w, std::optional<Doc> before, const ClientUpdate& update,
-                  const bson_iter_t& id) {
+                  const bson_iter_t& id, const Doc& query) {
   w->Repair(id);
   if (!w->has_aggregates()) return;
-  if (before) {
-    if (std::optional<Doc> after = FieldsAfterUpdate(before->get(), update, w->inputs())) {
-      w->Record(before->get(), after->get());
-      return;
-    }
+  std::optional<Doc> after = before ? FieldsAfterUpdate(before->get(), update, w->inputs())
+                                    : FieldsOfUpsert(query.get(), update, w->inputs(), id);
+  if (after) {
+    w->Record(before ? before->get() : nullptr, after->get());
+    return;
   }
   // Read back: exact unless another writer changes the same document's
   // inputs in between (README, "Consistency").
@@ -93,10 +96,15 @@ std::optional<Doc> ValueOf(const Doc& reply) {
 }
 
 // The document an upsert inserted, for a backend whose findAndModify reply
-// does not name it (lastErrorObject.upserted): the one document `query`
-// matches now. Two or more: it cannot be told, and reconciliation will.
-void QueueFindInserted(ComputedWrite* w, const Doc& query,
+// does not name it (lastErrorObject.upserted): the _id the query or the
+// replacement fixes, or else the one document `query` matches now. Two or
+// more: it cannot be told, and reconciliation will.
+void QueueFindInserted(ComputedWrite* w, const Doc& query, const ClientUpdate& update,
                        std::function<void(const bson_iter_t& id)> found) {
+  if (std::optional<Doc> id = UpsertIdOf(query.get(), update)) {
+    found(*Find(id->get(), "_id"));
+    return;
+  }
   BackendCommand find = FindIds(*w, query, 2, Doc());
   w->queue().Push(std::move(find), [w, found](const Doc& reply) {
     std::vector<Doc> docs = FirstBatch(reply);
@@ -135,23 +143,23 @@ void QueueModify(ComputedWrite* w, std::shared_ptr<UpdateStatement> s, const Doc
     std::optional<Doc> before = ValueOf(reply);
     std::optional<Doc> last_error = FindDocument(reply.get(), "lastErrorObject");
     std::optional<bson_iter_t> upserted = last_error ? Find(last_error->get(), "upserted") : std::nullopt;
-    auto inserted = [w, s, retried](const bson_iter_t& id) {
+    auto inserted = [w, s, retried, query](const bson_iter_t& id) {
       w->n += 1;
       Doc entry;
       BSON_APPEND_INT32(entry.mut(), "index", static_cast<int32_t>(s->index));
       AppendValue(entry.mut(), "_id", id);
       w->upserted.push_back(std::move(entry));
-      if (!retried) RecordChange(w, std::nullopt, s->update, id);
+      if (!retried) RecordChange(w, std::nullopt, s->update, id, query);
     };
     if (before) {
       w->n += 1;
       w->n_modified += 1;  // findAndModify cannot say whether it was a no-op (README)
-      if (!retried) RecordChange(w, before, s->update, *Find(before->get(), "_id"));
+      if (!retried) RecordChange(w, before, s->update, *Find(before->get(), "_id"), query);
     } else if (upserted) {
       inserted(*upserted);
     } else if (upsert) {
       // An upsert that matched nothing inserted a document.
-      QueueFindInserted(w, query, inserted);
+      QueueFindInserted(w, query, s->update, inserted);
     }
   });
 }
@@ -374,20 +382,20 @@ void RecordFindAndModify(ComputedWrite* w, const std::shared_ptr<FindAndModifyOu
     if (retried) return;
     if (remove) w->Record(ProjectFields(outcome->before->get(), w->inputs()).get(), nullptr);
     else RecordChange(w, ProjectFields(outcome->before->get(), w->inputs()), *update,
-                      *Find(outcome->before->get(), "_id"));
+                      *Find(outcome->before->get(), "_id"), *query);
   } else if (upserted) {
     outcome->id = ComputedWrite::Box(*upserted);
-    if (!retried) RecordChange(w, std::nullopt, *update, *upserted);
+    if (!retried) RecordChange(w, std::nullopt, *update, *upserted, *query);
   } else if (upsert) {
     // An upsert that matched nothing inserted a document.
-    QueueFindInserted(w, *query, [w, outcome, update, retried](const bson_iter_t& id) {
+    QueueFindInserted(w, *query, *update, [w, outcome, update, query, retried](const bson_iter_t& id) {
       outcome->id = ComputedWrite::Box(id);
       Doc last_error;
       BSON_APPEND_INT32(last_error.mut(), "n", 1);
       BSON_APPEND_BOOL(last_error.mut(), "updatedExisting", false);
       AppendValue(last_error.mut(), "upserted", id);
       outcome->last_error = std::move(last_error);
-      if (!retried) RecordChange(w, std::nullopt, *update, id);
+      if (!retried) RecordChange(w, std::nullopt, *update, id, *query);
     });
   }
 }

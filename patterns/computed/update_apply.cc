@@ -82,8 +82,11 @@ Doc ProjectFields(const bson_t* doc, const std::vector<std::string>& fields) {
   return out;
 }
 
-std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& update,
-                                     const std::vector<std::string>& fields) {
+namespace {
+
+// `inserting`: the update is an upsert's insert ($setOnInsert applies).
+std::optional<Doc> FieldsAfter(const bson_t* before, const ClientUpdate& update,
+                               const std::vector<std::string>& fields, bool inserting) {
   if (update.pipeline) return std::nullopt;
   if (update.is_replacement()) {
     Doc after = ProjectFields(update.u.get(), fields);
@@ -112,13 +115,13 @@ std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& u
       if (name == "$rename" && BSON_ITER_HOLDS_UTF8(&arg) &&
           Listed(fields, FirstComponent(bson_iter_utf8(&arg, nullptr))))
         computable = false;
-      if (slot == values.end() || name == "$setOnInsert") return;
+      if (slot == values.end() || (name == "$setOnInsert" && !inserting)) return;
       if (path != field) {
         computable = false;
         return;
       }
       std::optional<Doc>& value = slot->second;
-      if (name == "$set") {
+      if (name == "$set" || name == "$setOnInsert") {
         value.emplace();
         AppendValue(value->mut(), "v", arg);
       } else if (name == "$unset") {
@@ -138,6 +141,59 @@ std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& u
   for (const auto& [field, value] : values)
     if (value) AppendValue(after.mut(), field, *Find(value->get(), "v"));
   return after;
+}
+
+// The value a query's condition on a top-level field pins the field to:
+// `v` or {$eq: v}; nullopt for any other condition.
+std::optional<bson_iter_t> PinnedValue(const bson_iter_t& condition) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&condition)) return condition;
+  bson_iter_t child;
+  if (!bson_iter_recurse(&condition, &child) || !bson_iter_next(&child)) return condition;  // {}
+  const std::string_view first = bson_iter_key(&child);
+  if (first.empty() || first[0] != '$') return condition;  // an embedded document
+  if (first == "$eq" && !bson_iter_next(&child)) {
+    bson_iter_t eq;
+    bson_iter_recurse(&condition, &eq);
+    bson_iter_next(&eq);
+    return eq;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& update,
+                                     const std::vector<std::string>& fields) {
+  return FieldsAfter(before, update, fields, false);
+}
+
+std::optional<Doc> FieldsOfUpsert(const bson_t* query, const ClientUpdate& update,
+                                  const std::vector<std::string>& fields, const bson_iter_t& id) {
+  Doc base;
+  AppendValue(base.mut(), "_id", id);
+  bson_iter_t it;
+  bson_iter_init(&it, query);
+  while (bson_iter_next(&it)) {
+    const std::string_view key = bson_iter_key(&it);
+    std::string_view field = FirstComponent(key);
+    if (!key.empty() && key[0] == '$') return std::nullopt;  // $and, $or, $expr...
+    if (!Listed(fields, field) || key == "_id") continue;
+    if (key != field) return std::nullopt;  // a path into an input
+    std::optional<bson_iter_t> pinned = PinnedValue(it);
+    if (pinned) AppendValue(base.mut(), std::string(key), *pinned);
+  }
+  return FieldsAfter(base.get(), update, fields, true);
+}
+
+std::optional<Doc> UpsertIdOf(const bson_t* query, const ClientUpdate& update) {
+  std::optional<bson_iter_t> id;
+  if (update.is_replacement()) id = Find(update.u.get(), "_id");
+  if (!id)
+    if (std::optional<bson_iter_t> condition = Find(query, "_id")) id = PinnedValue(*condition);
+  if (!id) return std::nullopt;
+  Doc box;
+  AppendValue(box.mut(), "_id", *id);
+  return box;
 }
 
 }  // namespace remold

@@ -32,6 +32,18 @@ bool UpdateTouches(const ClientUpdate& update, const std::vector<std::string>& f
 std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& update,
                                      const std::vector<std::string>& fields);
 
+// The `fields` of the document an upsert inserted with `id`: the fields its
+// `query` pins by equality (top-level `v` or {$eq: v}), then `update`
+// applied, $setOnInsert included (a replacement keeps only `_id`). nullopt
+// when that cannot be worked out (a top-level operator such as $and, a path
+// into a field, or an update FieldsAfterUpdate cannot follow).
+std::optional<Doc> FieldsOfUpsert(const bson_t* query, const ClientUpdate& update,
+                                  const std::vector<std::string>& fields, const bson_iter_t& id);
+
+// {_id: v}: the _id an upsert's insert takes when the replacement or the
+// query's `_id` equality fixes it; nullopt when the backend generates it.
+std::optional<Doc> UpsertIdOf(const bson_t* query, const ClientUpdate& update);
+
 // Only `fields` of `doc` (those present).
 Doc ProjectFields(const bson_t* doc, const std::vector<std::string>& fields);
 

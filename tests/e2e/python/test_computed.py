@@ -596,6 +596,100 @@ def test_comments_hot_posts_concurrent_extremes(computed_env):
     assert not problems, with_remold_log(env, report(problems, "hot posts after the concurrent run"))
 
 
+def test_latest_author_rewritten_by_every_client_at_once(computed_env):
+    """Regression (a CI run): clients changed the author of a post's newest
+    comment at once; an earlier write's maintenance landed last and its
+    author stayed, though no comment at the max had it. Each round, 8
+    clients change the author of one post's newest comment together (one
+    round in four also adds a comment tied at the max, or takes it away), and
+    only the order in which their maintenance lands decides `lastCommentBy`."""
+    env = computed_env
+    rounds = max(40, int(150 * SCALE))
+    posts = [f"contested-{r}" for r in range(rounds)]
+    env.direct.posts.insert_many([{"_id": p, "commentCount": 2, "lastCommentAt": T0, "lastCommentBy": "author-00"}
+                                  for p in posts])  # as maintenance leaves them after the comments below
+    env.direct.comments.insert_many(
+        [{"_id": f"{p}-{k}", "postId": p, "createdAt": T0 + dt.timedelta(hours=k - 1), "author": "author-00"}
+         for p in posts for k in range(2)])  # {p}-1 is the newest
+    clients = [env.make_client() for _ in range(8)]
+    barrier = threading.Barrier(len(clients))
+    errors: list[str] = []
+
+    def run(k: int) -> None:
+        rng = random.Random(k)
+        comments = clients[k][env.db.name].comments
+        try:
+            for r, post in enumerate(posts):
+                barrier.wait()
+                if k == 0 and r % 4 == 1:
+                    comments.insert_one({"_id": f"{post}-tie", "postId": post, "createdAt": T0,
+                                         "author": rng.choice(AUTHORS)})
+                elif k == 0 and r % 8 == 3:
+                    comments.delete_one({"_id": f"{post}-tie"})
+                else:
+                    comments.update_one({"_id": f"{post}-1"}, {"$set": {"author": rng.choice(AUTHORS)}})
+        except BaseException:  # noqa: BLE001 - reported by the test
+            errors.append(f"client {k}: {traceback.format_exc()}")
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in clients:
+        c.close()
+    print_remold_log(env)
+    assert not errors, "operations failed through remold:\n" + "\n".join(errors[:3])
+    problems, oracle, found = check_posts(env.direct)
+    assert len(found) == rounds
+    assert not problems, with_remold_log(env, report(problems, f"{rounds} contested posts"))
+
+
+def test_upsert_deleted_at_once_still_counted(computed_env):
+    """Regression: an upsert's insert was counted from a read-back, so a
+    comment another client deleted before that read was never counted,
+    while its delete was: the post's count drifted below the truth. Each
+    round, four clients upsert four comments of one post while four others
+    delete them."""
+    env = computed_env
+    rounds = max(30, int(100 * SCALE))
+    posts = [f"churn-{r}" for r in range(rounds)]
+    env.direct.posts.insert_many([{"_id": p, "commentCount": 0} for p in posts])
+    clients = [env.make_client() for _ in range(8)]
+    barrier = threading.Barrier(len(clients))
+    errors: list[str] = []
+
+    def run(k: int) -> None:
+        rng = random.Random(k)
+        comments = clients[k][env.db.name].comments
+        try:
+            for post in posts:
+                barrier.wait()
+                target = {"_id": f"{post}-{k % 4}"}
+                if k < 4:
+                    comments.replace_one(target, {"postId": post, "createdAt": random_time(rng),
+                                                  "author": rng.choice(AUTHORS)}, upsert=True)
+                else:
+                    comments.delete_one(target)
+        except BaseException:  # noqa: BLE001 - reported by the test
+            errors.append(f"client {k}: {traceback.format_exc()}")
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in clients:
+        c.close()
+    print_remold_log(env)
+    assert not errors, "operations failed through remold:\n" + "\n".join(errors[:3])
+    problems, oracle, found = check_posts(env.direct)
+    print(f"\n{env.direct.comments.count_documents({})} of {4 * rounds} upserted comments survived")
+    assert not problems, with_remold_log(env, report(problems, f"{rounds} churned posts"))
+
+
 def rng_sample(items: list, k: int) -> list:
     return random.Random(k).sample(items, k)
 
