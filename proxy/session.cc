@@ -11,6 +11,7 @@
 #include "proxy/op_msg.h"
 #include "proxy/wire_format.h"
 #include "rewrite/command_namespace.h"
+#include "rewrite/cursor_reply.h"
 #include "rewrite/engine.h"
 #include "rewrite/plan_runner.h"
 
@@ -286,11 +287,41 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
   co_return true;
 }
 
+// Whether the collection a command addresses (its first element's value,
+// in its $db) exists; nullopt when the backend connection failed.
+awaitable<std::optional<bool>> Session::CollectionExists(const BackendCommand& command) {
+  bson_iter_t first;
+  std::string collection;
+  if (bson_iter_init(&first, command.body.get()) && bson_iter_next(&first) && BSON_ITER_HOLDS_UTF8(&first))
+    collection = bson_iter_utf8(&first, nullptr);
+  BackendCommand list;
+  Doc filter;
+  AppendString(filter.mut(), "name", collection);
+  BSON_APPEND_INT32(list.body.mut(), "listCollections", 1);
+  AppendDoc(list.body.mut(), "filter", filter);
+  BSON_APPEND_BOOL(list.body.mut(), "nameOnly", true);
+  AppendString(list.body.mut(), "$db", FindString(command.body.get(), "$db").value_or("admin"));
+  std::optional<Doc> reply = co_await RoundTrip(list);
+  if (!reply) co_return std::nullopt;
+  // A failed listCollections (an unauthorized user) says nothing: ensure.
+  if (!IsOkReply(*reply)) co_return true;
+  // The name is checked too: a backend may answer without the filter.
+  for (const Doc& info : FirstBatch(*reply))
+    if (FindString(info.get(), "name") == collection) co_return true;
+  std::optional<Doc> cursor = FindDocument(reply->get(), "cursor");
+  co_return cursor && FindInteger(cursor->get(), "id").value_or(0) != 0;  // more to read: assume so
+}
+
 awaitable<bool> Session::EnsurePrerequisites(const Plan& plan, std::optional<Doc>& failed) {
   for (const BackendCommand& ensure : plan.ensure) {
     auto bytes = ensure.body.bytes();
     std::string key(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     if (shared_.ensured.Contains(key)) continue;
+    if (ensure.skip_if_collection_missing) {
+      std::optional<bool> exists = co_await CollectionExists(ensure);
+      if (!exists) co_return false;
+      if (!*exists) continue;  // not cached: ensured once the collection exists
+    }
     std::optional<Doc> reply = co_await RoundTrip(ensure);
     if (!reply) co_return false;
     if (!IsOkReply(*reply)) {

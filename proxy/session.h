@@ -73,6 +73,7 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<std::optional<ShapedReply>> RunCommands(const wire::Request& request, Plan plan);
   // Sends one command to the backend and reads its reply document.
   awaitable<std::optional<Doc>> RoundTrip(const BackendCommand& command);
+  awaitable<std::optional<bool>> CollectionExists(const BackendCommand& command);
   awaitable<bool> SendReply(const wire::Request& request, const Doc& reply);
   // Every message to the client goes through here (bytes_sent).
   awaitable<bool> WriteToClient(std::span<const uint8_t> message);

@@ -27,6 +27,10 @@ struct BackendCommand {
   // maintenance of a computed value after the client's write succeeded):
   // an ok: 0 reply is handed to the plan like any other.
   bool may_fail = false;
+  // For a Plan::ensure: skipped while the collection it names does not
+  // exist (an index a read wants must not create the collection; a later
+  // command ensures it once the collection is there).
+  bool skip_if_collection_missing = false;
 };
 
 struct ShapedReply {

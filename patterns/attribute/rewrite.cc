@@ -544,6 +544,8 @@ BackendCommand EnsureAttributeIndex(const AttributeRule& rule) {
   AppendString(command.body.mut(), "createIndexes", rule.logical.collection);
   AppendArray(command.body.mut(), "indexes", {index});
   AppendString(command.body.mut(), "$db", rule.logical.db);
+  // Reads and updates ensure it too; none of them may create the collection.
+  command.skip_if_collection_missing = true;
   return command;
 }
 

@@ -1,6 +1,7 @@
 #include "patterns/attribute/update.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "patterns/attribute/rewrite.h"
 #include "rewrite/plan.h"
@@ -67,10 +68,85 @@ struct UpdateSteps {
     return statement;
   }
 
-  std::vector<BackendCommand> Commands(std::span<const Doc> replies) const {
-    std::vector<BackendCommand> next;
+  // The commands of steps 2-4 for the pinned documents: the pushes, the
+  // client's write, the pull of $unset attributes (each may be absent).
+  struct Writes {
+    std::optional<BackendCommand> push, apply, pull;
+  };
+
+  // Steps 2-4, one after the other: a write error in the push or in the
+  // client's write ends the plan there, after taking back the pairs pushed
+  // (a failing statement changes nothing, as on a plain collection).
+  Step Next(std::span<const Doc> replies) const {
     std::vector<Doc> ids = PinnedIds(replies.front());
-    if (ids.empty() || ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) return next;
+    if (ids.empty() || ids.size() > static_cast<size_t>(kMaxPinnedDocuments)) return Step{};
+    auto writes = std::make_shared<Writes>(Commands(ids));
+    auto self = std::make_shared<UpdateSteps>(*this);
+    auto after_apply = [self, writes](std::span<const Doc> replies) {
+      if (HasWriteErrors(replies.back())) return self->TakeBack(replies.front());
+      if (!writes->pull) return Step{};
+      return Step{{*writes->pull}, {}};
+    };
+    auto apply = [writes, after_apply](std::span<const Doc> replies) {
+      if (replies.size() > 1 && HasWriteErrors(replies.back())) return Step{};  // the push failed
+      if (!writes->apply) return writes->pull ? Step{{*writes->pull}, {}} : Step{};
+      return Step{{*writes->apply}, after_apply};
+    };
+    if (writes->push) return Step{{*writes->push}, apply};
+    return apply(replies);
+  }
+
+  static bool HasWriteErrors(const Doc& reply) {
+    auto errors = ::remold::Find(reply.get(), "writeErrors");
+    return errors && BSON_ITER_HOLDS_ARRAY(&*errors) && !ArrayDocuments(*errors).empty();
+  }
+
+  // After the client's write failed: pull each pushed pair, still holding
+  // the value pushed, from the pinned documents that lacked its attribute
+  // when step 1 read them. Only for a single-document update outside a
+  // transaction: a transaction's write error aborts it (the pushes with
+  // it), and an updateMany that fails leaves open which documents it had
+  // changed, a pushed pair among them possibly updated since.
+  Step TakeBack(const Doc& find_reply) const {
+    if (multi || InTransaction(command)) return Step{};
+    std::vector<Doc> statements;
+    for (const Doc& doc : PinnedIds(find_reply)) {
+      std::vector<std::string> present;
+      if (auto pairs = ::remold::Find(doc.get(), rule.array_field); pairs && BSON_ITER_HOLDS_ARRAY(&*pairs))
+        for (const Doc& pair : ArrayDocuments(*pairs))
+          if (auto key = FindString(pair.get(), rule.key_name.c_str())) present.push_back(*key);
+      bson_iter_t id;
+      bson_iter_init_find(&id, doc.get(), "_id");
+      for (const AttributeOp& op : ops) {
+        if (op.op == "$unset" || std::find(present.begin(), present.end(), op.name) != present.end()) continue;
+        Doc q, pair, pull_field, pull;
+        AppendValue(q.mut(), "_id", id);
+        AppendString(pair.mut(), rule.key_name, op.name);
+        AppendNeutral(pair.mut(), op);
+        AppendDoc(pull_field.mut(), rule.array_field, pair);
+        AppendDoc(pull.mut(), "$pull", pull_field);
+        statements.push_back(Statement(q, pull, false));
+      }
+    }
+    if (statements.empty()) return Step{};
+    return Step{{UpdateCommand(std::move(statements), ArgumentTarget::kPreparatoryWrite)}, {}};
+  }
+
+  // The value pushed for a missing attribute: $set/$min/$max: the operand
+  // (what they set on a missing field); $inc/$mul: 0 (the operator then
+  // gives what it gives a missing field).
+  void AppendNeutral(bson_t* pair, const AttributeOp& op) const {
+    if (op.op == "$inc" || op.op == "$mul") {
+      BSON_APPEND_INT32(pair, rule.value_name.c_str(), 0);
+      return;
+    }
+    bson_iter_t v;
+    bson_iter_init_find(&v, op.value.get(), "v");
+    AppendValue(pair, rule.value_name, v);
+  }
+
+  Writes Commands(const std::vector<Doc>& ids) const {
+    Writes next;
     const Doc still_matching = Pinned(ids, true);
 
     std::vector<Doc> pushes;
@@ -81,6 +157,13 @@ struct UpdateSteps {
       by_op.emplace_back(op, Doc());
       return by_op.back().second;
     };
+    // The operators in the client's order (a backend applying them in that
+    // order reports the same failing one first).
+    if (auto client_u = FindDocument(statement.get(), "u")) {
+      bson_iter_t op_it;
+      bson_iter_init(&op_it, client_u->get());
+      while (bson_iter_next(&op_it)) op_doc(bson_iter_key(&op_it));
+    }
     std::vector<Doc> array_filters;
     std::vector<std::string> unset;
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -93,8 +176,7 @@ struct UpdateSteps {
       }
       Doc pair, pair_match, elem, has, missing, q, push_field, push;
       AppendString(pair.mut(), rule.key_name, op.name);
-      if (op.op == "$inc" || op.op == "$mul") BSON_APPEND_INT32(pair.mut(), rule.value_name.c_str(), 0);
-      else AppendValue(pair.mut(), rule.value_name, v);
+      AppendNeutral(pair.mut(), op);
       AppendString(pair_match.mut(), rule.key_name, op.name);
       AppendDoc(elem.mut(), "$elemMatch", pair_match);
       AppendDoc(has.mut(), rule.array_field, elem);
@@ -116,7 +198,8 @@ struct UpdateSteps {
       Doc part = *FindDocument(fixed_ops.get(), bson_iter_key(&fixed_it));
       bson_concat(op_doc(bson_iter_key(&fixed_it)).mut(), part.get());
     }
-    if (!pushes.empty()) next.push_back(UpdateCommand(std::move(pushes), ArgumentTarget::kPreparatoryWrite));
+    if (!pushes.empty()) next.push = UpdateCommand(std::move(pushes), ArgumentTarget::kPreparatoryWrite);
+    std::erase_if(by_op, [](const auto& entry) { return entry.second.empty(); });
     if (!by_op.empty()) {
       Doc u;
       for (const auto& [op, doc] : by_op) AppendDoc(u.mut(), op, doc);
@@ -124,7 +207,7 @@ struct UpdateSteps {
       if (auto client_filters = ::remold::Find(statement.get(), "arrayFilters"))
         for (Doc& f : ArrayDocuments(*client_filters)) array_filters.push_back(std::move(f));
       if (!array_filters.empty()) AppendArray(apply.mut(), "arrayFilters", array_filters);
-      next.push_back(UpdateCommand({apply}, ArgumentTarget::kWrite));
+      next.apply = UpdateCommand({apply}, ArgumentTarget::kWrite);
     }
     if (!unset.empty()) {
       Doc names, in, pull_field, pull;
@@ -139,8 +222,8 @@ struct UpdateSteps {
       // The client's write when there is nothing else; otherwise it
       // follows it, to the same documents (their filter may have changed).
       const bool is_client_write = by_op.empty();
-      next.push_back(UpdateCommand({Statement(is_client_write ? still_matching : Pinned(ids, false), pull, multi)},
-                                   is_client_write ? ArgumentTarget::kWrite : ArgumentTarget::kPreparatoryWrite));
+      next.pull = UpdateCommand({Statement(is_client_write ? still_matching : Pinned(ids, false), pull, multi)},
+                                is_client_write ? ArgumentTarget::kWrite : ArgumentTarget::kPreparatoryWrite);
     }
     return next;
   }
@@ -356,6 +439,8 @@ bool TestsAbsence(const bson_t* filter, const std::string& name, bool negated) {
 //  4. pull the $unset attributes from those _ids.
 // Steps 2 and 4 are idempotent and carry no txnNumber outside a
 // transaction; step 3 carries the client's, so a retry is recognised.
+// A write error in step 3 ends the plan; for an updateOne the pairs step 2
+// pushed are pulled again (UpdateSteps::TakeBack).
 Plan AttributeUpdatePlan(const Command& command_, const AttributeRule& a_, const Doc& statement,
                          const Doc& q, const Doc& fixed_ops, const std::vector<AttributeOp>& ops) {
   const bson_t* s = statement.get();
@@ -364,9 +449,12 @@ Plan AttributeUpdatePlan(const Command& command_, const AttributeRule& a_, const
   bson_t* body = find.body.mut();
   AppendString(body, "find", a_.logical.collection);
   AppendDoc(body, "filter", q);
-  Doc id_only;
-  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
-  AppendDoc(body, "projection", id_only);
+  // The _ids, and which attributes each document has (to take back the
+  // pairs pushed for the others if the client's write fails).
+  Doc pinned;
+  BSON_APPEND_INT32(pinned.mut(), "_id", 1);
+  BSON_APPEND_INT32(pinned.mut(), (a_.array_field + "." + a_.key_name).c_str(), 1);
+  AppendDoc(body, "projection", pinned);
   BSON_APPEND_INT64(body, "limit", multi ? kMaxPinnedDocuments + 1 : 1);
   BSON_APPEND_INT64(body, "batchSize", multi ? kMaxPinnedDocuments + 1 : 1);
   BSON_APPEND_BOOL(body, "singleBatch", true);
@@ -378,8 +466,8 @@ Plan AttributeUpdatePlan(const Command& command_, const AttributeRule& a_, const
   Plan plan;
   plan.ensure.push_back(EnsureAttributeIndex(a_));
   plan.commands.push_back(std::move(find));
-  plan.stop_on_write_errors = true;
-  plan.then = [steps](std::span<const Doc> replies) { return Step{steps.Commands(replies), {}}; };
+  // Write errors are handled step by step (UpdateSteps::Next).
+  plan.then = [steps](std::span<const Doc> replies) { return steps.Next(replies); };
   plan.shape = [steps](std::span<const Doc> replies) { return steps.Shape(replies); };
   return plan;
 }

@@ -109,9 +109,10 @@ std::optional<std::string> Classify(const BucketRule& rule, const std::string& w
   out.key.clear();
   for (const auto& field : rule.meta_fields) {
     auto value = Find(doc.get(), field);
-    // Missing and null group together, as a MongoDB index keys them alike:
-    // the bucket stores null, and its readings come back with null.
-    if (!value || BSON_ITER_HOLDS_NULL(&*value)) {
+    // A missing meta field stays missing: its readings go to buckets
+    // without the field and come back without it (null is a value of its
+    // own, kept apart by an $exists guard).
+    if (!value) {
       out.missing_meta.push_back(field);
       out.key += "\x01" + field;
       continue;
@@ -264,7 +265,6 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st) {
     bson_iter_t it;
     bson_iter_init(&it, st.meta.get());
     while (bson_iter_next(&it)) AppendValue(&soi, bson_iter_key(&it), it);
-    for (const auto& missing : st.missing_meta) BSON_APPEND_NULL(&soi, missing.c_str());
     bson_append_date_time(&soi, rule.bucket_time_field.c_str(), -1, st.start_ms);
     bson_append_document_end(u, &soi);
   }
@@ -309,11 +309,24 @@ Doc BuildStatement(const BucketRule& rule, const Statement& st) {
   bson_iter_t it;
   bson_iter_init(&it, st.meta.get());
   while (bson_iter_next(&it)) AppendValue(q.mut(), bson_iter_key(&it), it);
-  for (const auto& missing : st.missing_meta) BSON_APPEND_NULL(q.mut(), missing.c_str());
+  for (const auto& missing : st.missing_meta) {
+    Doc absent;
+    BSON_APPEND_BOOL(absent.mut(), "$exists", false);
+    AppendDoc(q.mut(), missing, absent);
+  }
   bson_append_date_time(q.mut(), rule.bucket_time_field.c_str(), -1, st.start_ms);
   std::vector<Doc> guards;
   bson_iter_init(&it, st.meta.get());
-  while (bson_iter_next(&it)) AppendTypeGuards(it, bson_iter_key(&it), guards);
+  while (bson_iter_next(&it)) {
+    if (BSON_ITER_HOLDS_NULL(&it)) {
+      // {field: null} also matches a bucket without the field.
+      Doc guard, present;
+      BSON_APPEND_BOOL(present.mut(), "$exists", true);
+      AppendDoc(guard.mut(), bson_iter_key(&it), present);
+      guards.push_back(std::move(guard));
+    }
+    AppendTypeGuards(it, bson_iter_key(&it), guards);
+  }
   if (!guards.empty()) AppendArray(q.mut(), "$and", guards);
   if (rule.max_count) {
     bson_t lte;

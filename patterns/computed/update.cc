@@ -250,7 +250,10 @@ std::optional<Plan> ComputedUpdate(const Command& command, const ComputedRule& r
   for (size_t i = 0; i < statements.size(); ++i) {
     auto u = Find(statements[i].get(), "u");
     if (!u) return std::nullopt;  // malformed: the backend explains
-    needs[i] = NeedsWork(rule, w->inputs(), ClientUpdateOf(*u));
+    // An upsert may insert: the new document is counted and gets its
+    // computed fields whatever its update touches.
+    needs[i] = NeedsWork(rule, w->inputs(), ClientUpdateOf(*u)) ||
+               FindBool(statements[i].get(), "upsert").value_or(false);
     any_work = any_work || needs[i];
   }
   if (!any_work) return std::nullopt;
@@ -474,7 +477,8 @@ std::optional<Plan> ComputedFindAndModify(const Command& command, const Computed
     if (!w->has_aggregates()) return std::nullopt;
   } else {
     if (!u) return std::nullopt;
-    if (!NeedsWork(rule, w->inputs(), ClientUpdateOf(*u))) return std::nullopt;
+    if (!NeedsWork(rule, w->inputs(), ClientUpdateOf(*u)) && !FindBool(body, "upsert").value_or(false))
+      return std::nullopt;  // an upsert may insert: see ComputedUpdate
     if (auto refusal = PrepareUpdate(rule, ClientUpdateOf(*u), update))
       return ImmediateReply(ErrorReply(*refusal));
   }

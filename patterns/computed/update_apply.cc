@@ -1,6 +1,7 @@
 #include "patterns/computed/update_apply.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 namespace remold {
@@ -160,6 +161,36 @@ std::optional<bson_iter_t> PinnedValue(const bson_iter_t& condition) {
   return std::nullopt;
 }
 
+// Calls `visit(key, condition)` for each top-level condition of `query`,
+// those under `$and` included (MongoDB builds an upsert's document from
+// both). False when the query holds another top-level operator ($or,
+// $expr...): which fields it fixes cannot be told.
+bool ForEachCondition(const bson_t* query,
+                      const std::function<void(std::string_view key, const bson_iter_t& condition)>& visit) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, query)) return false;
+  bool readable = true;
+  while (bson_iter_next(&it)) {
+    const std::string_view key = bson_iter_key(&it);
+    if (key == "$and" && BSON_ITER_HOLDS_ARRAY(&it)) {
+      bson_iter_t clause;
+      bson_iter_recurse(&it, &clause);
+      while (bson_iter_next(&clause)) {
+        uint32_t length = 0;
+        const uint8_t* data = nullptr;
+        bson_t inner;
+        if (BSON_ITER_HOLDS_DOCUMENT(&clause)) bson_iter_document(&clause, &length, &data);
+        if (!data || !bson_init_static(&inner, data, length) || !ForEachCondition(&inner, visit))
+          readable = false;
+      }
+    } else if (key != "$comment") {
+      if (!key.empty() && key[0] == '$') readable = false;
+      else visit(key, it);
+    }
+  }
+  return readable;
+}
+
 }  // namespace
 
 std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& update,
@@ -171,17 +202,18 @@ std::optional<Doc> FieldsOfUpsert(const bson_t* query, const ClientUpdate& updat
                                   const std::vector<std::string>& fields, const bson_iter_t& id) {
   Doc base;
   AppendValue(base.mut(), "_id", id);
-  bson_iter_t it;
-  bson_iter_init(&it, query);
-  while (bson_iter_next(&it)) {
-    const std::string_view key = bson_iter_key(&it);
+  std::vector<std::string> pinned_fields;
+  bool path_into_input = false;
+  const bool readable = ForEachCondition(query, [&](std::string_view key, const bson_iter_t& condition) {
     std::string_view field = FirstComponent(key);
-    if (!key.empty() && key[0] == '$') return std::nullopt;  // $and, $or, $expr...
-    if (!Listed(fields, field) || key == "_id") continue;
-    if (key != field) return std::nullopt;  // a path into an input
-    std::optional<bson_iter_t> pinned = PinnedValue(it);
-    if (pinned) AppendValue(base.mut(), std::string(key), *pinned);
-  }
+    if (!Listed(fields, field) || key == "_id") return;
+    if (key != field) path_into_input = true;
+    std::optional<bson_iter_t> pinned = PinnedValue(condition);
+    if (!pinned || Listed(pinned_fields, field)) return;
+    pinned_fields.emplace_back(field);
+    AppendValue(base.mut(), std::string(key), *pinned);
+  });
+  if (!readable || path_into_input) return std::nullopt;
   return FieldsAfter(base.get(), update, fields, true);
 }
 
@@ -189,7 +221,9 @@ std::optional<Doc> UpsertIdOf(const bson_t* query, const ClientUpdate& update) {
   std::optional<bson_iter_t> id;
   if (update.is_replacement()) id = Find(update.u.get(), "_id");
   if (!id)
-    if (std::optional<bson_iter_t> condition = Find(query, "_id")) id = PinnedValue(*condition);
+    ForEachCondition(query, [&id](std::string_view key, const bson_iter_t& condition) {
+      if (key == "_id" && !id) id = PinnedValue(condition);
+    });
   if (!id) return std::nullopt;
   Doc box;
   AppendValue(box.mut(), "_id", *id);

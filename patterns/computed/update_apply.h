@@ -33,15 +33,17 @@ std::optional<Doc> FieldsAfterUpdate(const bson_t* before, const ClientUpdate& u
                                      const std::vector<std::string>& fields);
 
 // The `fields` of the document an upsert inserted with `id`: the fields its
-// `query` pins by equality (top-level `v` or {$eq: v}), then `update`
-// applied, $setOnInsert included (a replacement keeps only `_id`). nullopt
-// when that cannot be worked out (a top-level operator such as $and, a path
-// into a field, or an update FieldsAfterUpdate cannot follow).
+// `query` pins by equality (`v` or {$eq: v}, at the top level or under
+// `$and`), then `update` applied, $setOnInsert included (a replacement
+// keeps only `_id`). nullopt when that cannot be worked out (another
+// top-level operator such as $or, a path into a field, or an update
+// FieldsAfterUpdate cannot follow).
 std::optional<Doc> FieldsOfUpsert(const bson_t* query, const ClientUpdate& update,
                                   const std::vector<std::string>& fields, const bson_iter_t& id);
 
 // {_id: v}: the _id an upsert's insert takes when the replacement or the
-// query's `_id` equality fixes it; nullopt when the backend generates it.
+// query's `_id` equality (top-level or under `$and`) fixes it; nullopt
+// when the backend generates it.
 std::optional<Doc> UpsertIdOf(const bson_t* query, const ClientUpdate& update);
 
 // Only `fields` of `doc` (those present).

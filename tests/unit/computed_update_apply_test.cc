@@ -60,8 +60,14 @@ TEST(FieldsOfUpsert, ReplacementIgnoresTheQuery) {
             R"({ "postId" : 2, "createdAt" : 4, "_id" : 7 })");
 }
 
+TEST(FieldsOfUpsert, EqualitiesUnderAndCount) {
+  EXPECT_EQ(Inserted(R"({"$and": [{"postId": 1}, {"$and": [{"author": "a"}]}, {"createdAt": {"$gt": 1}}]})",
+                     R"({"$inc": {"n": 1}})"),
+            R"({ "_id" : 7, "postId" : 1, "author" : "a" })");
+}
+
 TEST(FieldsOfUpsert, TopLevelOperatorsAndPathsCannotBeTold) {
-  EXPECT_EQ(Inserted(R"({"$and": [{"postId": 1}]})", R"({"$set": {"author": "a"}})"), "cannot tell");
+  EXPECT_EQ(Inserted(R"({"$or": [{"postId": 1}]})", R"({"$set": {"author": "a"}})"), "cannot tell");
   EXPECT_EQ(Inserted(R"({"author.name": "ann"})", R"({"$set": {"postId": 1}})"), "cannot tell");
   EXPECT_EQ(Inserted(R"({"postId": 1})", R"({"$push": {"author": "a"}})"), "cannot tell");
 }
@@ -75,6 +81,8 @@ TEST(UpsertIdOf, FromTheReplacementOrTheQuery) {
   EXPECT_EQ(IdOf(R"({"_id": 1})", R"({"$set": {"a": 1}})"), R"({ "_id" : 1 })");
   EXPECT_EQ(IdOf(R"({"_id": {"$eq": 2}})", R"({"$set": {"a": 1}})"), R"({ "_id" : 2 })");
   EXPECT_EQ(IdOf(R"({"a": 1})", R"({"_id": 3, "a": 1})"), R"({ "_id" : 3 })");
+  EXPECT_EQ(IdOf(R"({"$and": [{"_id": 4}, {"_id": {"$type": "int"}}]})", R"({"$set": {"a": 1}})"),
+            R"({ "_id" : 4 })");
   EXPECT_EQ(IdOf(R"({"_id": {"$in": [1, 2]}})", R"({"$set": {"a": 1}})"), "generated");
   EXPECT_EQ(IdOf(R"({"a": 1})", R"({"$set": {"a": 1}})"), "generated");
 }

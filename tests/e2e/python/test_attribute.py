@@ -1310,6 +1310,24 @@ def test_non_numeric_inc_error_names_the_attribute(twins):
     twins.check("after a failed $inc")
 
 
+def test_reads_of_a_missing_collection_create_nothing(attr_env):
+    """remold ensures its pair index before reads; on a collection that does
+    not exist yet that must not create it (a plain collection's find, count
+    or distinct leaves none behind). The first command after the first
+    insert builds the index. (A no-op update is left out: the stand-in
+    backend creates the collection for it itself, where MongoDB does not.)"""
+    attr_env.direct.other.insert_one({"_id": 1})  # the database exists
+    products = attr_env.db.products
+    assert list(products.find({"ram_gb": 16})) == []
+    assert products.count_documents({"ram_gb": {"$gt": 1}}) == 0
+    assert products.distinct("ram_gb") == []
+    assert "products" not in attr_env.direct.list_collection_names()
+    products.insert_one(dict(FOUR_PRODUCTS[0]))
+    assert list(products.find({"ram_gb": 16}, {"_id": 1})) == [{"_id": 1}]
+    stored = {ix["name"]: dict(ix["key"]) for ix in attr_env.direct.products.list_indexes()}
+    assert stored.get("remold_attribute_specs") == dict(INDEX_KEY), stored
+
+
 def test_index_on_an_attribute_is_served_by_the_pair_index(attr_env):
     """An index on an attribute would index a field that is never stored:
     remold answers it as served by the pair index (and ensures that one),

@@ -702,12 +702,12 @@ def test_summary_pushdown_keeps_decimal_array_and_large_int64_values(bucket_db, 
     assert not wrong, "\n".join(wrong)
 
 
-def test_readings_without_or_with_null_meta_group_as_null(bucket_db, rules_remold, make_client,
-                                                          direct_client):
-    """A reading without the meta field and one whose meta field is null are
-    stored in one bucket (a MongoDB index keys them alike), and come back
-    with the field null: the documented contract (README, bucket rule).
-    `{sensor: null}` matches all of them, as it would on the flat documents."""
+def test_readings_without_or_with_null_meta_read_back_as_written(bucket_db, rules_remold, make_client,
+                                                                 direct_client):
+    """A reading without the meta field comes back without it, and one whose
+    meta field is null comes back with null: they go to buckets of their
+    own. `{sensor: null}` matches both, `$exists` and `$type: "null"` tell
+    them apart, as on the flat documents."""
     remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
     coll = make_client(remold.uri)[bucket_db]["readings"]
     missing = {"_id": 1, "at": T0, "temp": 1.0}
@@ -715,11 +715,13 @@ def test_readings_without_or_with_null_meta_group_as_null(bucket_db, rules_remol
     missing_too = {"_id": 3, "at": T0 + 2 * MINUTE, "temp": 3.0}
     for doc in (missing, null, missing_too):
         coll.insert_one(doc)
-    assert direct_client[bucket_db]["readings_buckets"].count_documents({}) == 1
+    assert direct_client[bucket_db]["readings_buckets"].count_documents({}) == 2
     found = {d["_id"]: d for d in coll.find()}
     for doc in (missing, null, missing_too):
-        assert found[doc["_id"]] == {**doc, "sensor": None}
+        assert found[doc["_id"]] == doc
     assert sorted(d["_id"] for d in coll.find({"sensor": None})) == [1, 2, 3]
+    assert sorted(d["_id"] for d in coll.find({"sensor": {"$exists": False}})) == [1, 3]
+    assert sorted(d["_id"] for d in coll.find({"sensor": {"$type": "null"}})) == [2]
 
 
 # --------------------------------------------------------------------------

@@ -596,6 +596,37 @@ def test_comments_hot_posts_concurrent_extremes(computed_env):
     assert not problems, with_remold_log(env, report(problems, "hot posts after the concurrent run"))
 
 
+def run_rounds(make_client: Callable, db_name: str, n_clients: int, rounds: list,
+               step: Callable) -> list[str]:
+    """Runs ``step(comments, k, round_index, item, rng)`` for every item of
+    ``rounds`` on each of ``n_clients`` clients, the clients starting each
+    round together (a barrier): their writes to one item race. Returns the
+    errors."""
+    clients = [make_client() for _ in range(n_clients)]
+    barrier = threading.Barrier(n_clients)
+    errors: list[str] = []
+
+    def run(k: int) -> None:
+        rng = random.Random(k)
+        comments = clients[k][db_name].comments
+        try:
+            for r, item in enumerate(rounds):
+                barrier.wait()
+                step(comments, k, r, item, rng)
+        except BaseException:  # noqa: BLE001 - reported by the test
+            errors.append(f"client {k}: {traceback.format_exc()}")
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n_clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for c in clients:
+        c.close()
+    return errors
+
+
 def test_latest_author_rewritten_by_every_client_at_once(computed_env):
     """Regression (a CI run): clients changed the author of a post's newest
     comment at once; an earlier write's maintenance landed last and its
@@ -611,34 +642,17 @@ def test_latest_author_rewritten_by_every_client_at_once(computed_env):
     env.direct.comments.insert_many(
         [{"_id": f"{p}-{k}", "postId": p, "createdAt": T0 + dt.timedelta(hours=k - 1), "author": "author-00"}
          for p in posts for k in range(2)])  # {p}-1 is the newest
-    clients = [env.make_client() for _ in range(8)]
-    barrier = threading.Barrier(len(clients))
-    errors: list[str] = []
 
-    def run(k: int) -> None:
-        rng = random.Random(k)
-        comments = clients[k][env.db.name].comments
-        try:
-            for r, post in enumerate(posts):
-                barrier.wait()
-                if k == 0 and r % 4 == 1:
-                    comments.insert_one({"_id": f"{post}-tie", "postId": post, "createdAt": T0,
-                                         "author": rng.choice(AUTHORS)})
-                elif k == 0 and r % 8 == 3:
-                    comments.delete_one({"_id": f"{post}-tie"})
-                else:
-                    comments.update_one({"_id": f"{post}-1"}, {"$set": {"author": rng.choice(AUTHORS)}})
-        except BaseException:  # noqa: BLE001 - reported by the test
-            errors.append(f"client {k}: {traceback.format_exc()}")
-            barrier.abort()
+    def step(comments, k, r, post, rng):
+        if k == 0 and r % 4 == 1:
+            comments.insert_one({"_id": f"{post}-tie", "postId": post, "createdAt": T0,
+                                 "author": rng.choice(AUTHORS)})
+        elif k == 0 and r % 8 == 3:
+            comments.delete_one({"_id": f"{post}-tie"})
+        else:
+            comments.update_one({"_id": f"{post}-1"}, {"$set": {"author": rng.choice(AUTHORS)}})
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(clients))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for c in clients:
-        c.close()
+    errors = run_rounds(env.make_client, env.db.name, 8, posts, step)
     print_remold_log(env)
     assert not errors, "operations failed through remold:\n" + "\n".join(errors[:3])
     problems, oracle, found = check_posts(env.direct)
@@ -656,33 +670,16 @@ def test_upsert_deleted_at_once_still_counted(computed_env):
     rounds = max(30, int(100 * SCALE))
     posts = [f"churn-{r}" for r in range(rounds)]
     env.direct.posts.insert_many([{"_id": p, "commentCount": 0} for p in posts])
-    clients = [env.make_client() for _ in range(8)]
-    barrier = threading.Barrier(len(clients))
-    errors: list[str] = []
 
-    def run(k: int) -> None:
-        rng = random.Random(k)
-        comments = clients[k][env.db.name].comments
-        try:
-            for post in posts:
-                barrier.wait()
-                target = {"_id": f"{post}-{k % 4}"}
-                if k < 4:
-                    comments.replace_one(target, {"postId": post, "createdAt": random_time(rng),
-                                                  "author": rng.choice(AUTHORS)}, upsert=True)
-                else:
-                    comments.delete_one(target)
-        except BaseException:  # noqa: BLE001 - reported by the test
-            errors.append(f"client {k}: {traceback.format_exc()}")
-            barrier.abort()
+    def step(comments, k, r, post, rng):
+        target = {"_id": f"{post}-{k % 4}"}
+        if k < 4:
+            comments.replace_one(target, {"postId": post, "createdAt": random_time(rng),
+                                          "author": rng.choice(AUTHORS)}, upsert=True)
+        else:
+            comments.delete_one(target)
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(clients))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for c in clients:
-        c.close()
+    errors = run_rounds(env.make_client, env.db.name, 8, posts, step)
     print_remold_log(env)
     assert not errors, "operations failed through remold:\n" + "\n".join(errors[:3])
     problems, oracle, found = check_posts(env.direct)

@@ -114,6 +114,8 @@ def format_report(results: list[Result]) -> str:
                      + ", ".join(f"{k} {v}" for k, v in sorted(s.covered.items())))
         lines.append("   documented refusals: "
                      + (", ".join(f"{k} x{v}" for k, v in sorted(s.refusals.items())) or "none"))
+        lines.append("   documented differences: "
+                     + (", ".join(f"{k} x{v}" for k, v in sorted(s.documented.items())) or "none"))
         lines.append(f"   unexplained differences: {sum(s.differences.values())} in "
                      f"{len(r.findings)} classes")
         for cls, n in sorted(s.differences.items(), key=lambda kv: -kv[1]):

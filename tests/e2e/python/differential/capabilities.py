@@ -4,6 +4,7 @@ plain collections is not generated (skipped by capability, never encoded as
 expected)."""
 from __future__ import annotations
 
+from bson.int64 import Int64
 from pymongo.errors import PyMongoError
 
 
@@ -74,7 +75,37 @@ def probe(client, db_name: str) -> set[str]:
             [{"$group": {"_id": "$f", "n": {"$sum": 1}}}])}
         return groups == {repr([None, "a"]): 1, "None": 2}
 
+    def addtoset_as_distinct():
+        db.ad.insert_many([{"_id": 1, "f": None}, {"_id": 2}, {"_id": 3, "f": 1},
+                           {"_id": 4, "f": Int64(1)}, {"_id": 5, "f": 1.0}])
+        values = agg("ad", [{"$group": {"_id": None, "v": {"$addToSet": "$f"}}}])[0]["v"]
+        return len(values) == 2 and None in values and 1 in values
+
+    def lookup_let_after_unwind():
+        db.u.insert_many([{"_id": 1, "p": [{"v": 1}, {"v": 2}]}])
+        return [len(d["j"]) for d in agg("a", [
+            {"$lookup": {"from": "u", "let": {"kk": "$k"}, "pipeline": [
+                {"$unwind": "$p"}, {"$replaceRoot": {"newRoot": "$p"}},
+                {"$match": {"$expr": {"$eq": ["$v", "$$kk"]}}}], "as": "j"}},
+            {"$sort": {"_id": 1}}])] == [1, 1]
+
+    def lookup_let_filter_vars():
+        rebuilt = {"$arrayToObject": {"$filter": {"input": {"$objectToArray": "$$ROOT"}, "as": "f",
+                                                  "cond": {"$ne": ["$$f.k", "f"]}}}}
+        return [d["j"] for d in agg("a", [
+            {"$lookup": {"from": "b", "let": {"kk": "$k"}, "pipeline": [
+                {"$replaceRoot": {"newRoot": rebuilt}}, {"$match": {"$expr": {"$eq": ["$_id", 10]}}}],
+                "as": "j"}},
+            {"$sort": {"_id": 1}}])] == [[{"_id": 10}], [{"_id": 10}]]
+
     checks = {
+        # $addToSet keeps null, leaves missing out and takes 1, 1L and 1.0
+        # as one value, as distinct does.
+        "addtoset_as_distinct": addtoset_as_distinct,
+        # A $lookup's let variables stay visible after $unwind in its pipeline.
+        "lookup_let_after_unwind": lookup_let_after_unwind,
+        # In a $lookup with let, a $filter's own variable ($$f.k) is bound.
+        "lookup_let_filter_vars": lookup_let_filter_vars,
         # $group keys an array as a whole, apart from null.
         "group_arrays": group_arrays,
         # A write that matches nothing and upserts nothing creates no collection.

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from pymongo.errors import OperationFailure, PyMongoError
 
-from .compare import canon, unordered_docs
+from .compare import canon, canon_field, unordered_docs
 from .generator import DB
 
 
@@ -86,7 +86,14 @@ def shape(db, op: dict, reply: dict, names: tuple, loose: frozenset, caps: set) 
     if kind == "count":
         return Outcome(value=reply.get("n"))
     if kind == "distinct":
-        return Outcome(value=sorted((canon(v) for v in reply.get("values", [])), key=repr))
+        values = reply.get("values", [])
+        if "addtoset_as_distinct" not in caps:
+            # remold answers distinct through a view with $addToSet, which
+            # this backend (unlike MongoDB) makes drop null and keep 1 and 1L
+            # apart: compare the values by number, without null.
+            return Outcome(value=sorted({canon_field("v", v, frozenset({"v"})) for v in values
+                                         if v is not None}, key=repr))
+        return Outcome(value=sorted((canon(v) for v in values), key=repr))
     if kind == "write":
         errors = tuple((e.get("index"), e.get("code")) for e in reply.get("writeErrors", []))
         upserted = tuple((u.get("index"), canon(u.get("_id"))) for u in reply.get("upserted", []))

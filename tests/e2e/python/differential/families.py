@@ -72,6 +72,12 @@ class Family:
     def value(self, rng: random.Random, field: str):
         return scalar(rng)
 
+    def lookup_needs(self, field: str, form: str) -> set[str]:
+        """Backend capabilities a $lookup into c joined on ``field`` needs
+        beyond the form's own (``form``: "local" or "pipeline"): what the
+        rule's view, run inside the $lookup's pipeline, asks of the backend."""
+        return set()
+
     def setup(self, db) -> None:
         """Plain collections beside c, identical on both sides."""
         db.o.insert_many([{"_id": i, "k": v} for i, v in enumerate(self.join_values())])
@@ -121,6 +127,13 @@ class Bucket(Family):
             return pick(rng, "s1", "s2", None, 3)
         return super().value(rng, field)
 
+    def lookup_needs(self, field, form):
+        # The view unwinds the buckets. A local-form join on the meta field
+        # is matched before it; any other join reads the let variable after.
+        if form == "local" and field == "sensor":
+            return set()
+        return {"lookup_let_after_unwind"}
+
     def whole_bucket_filters(self, rng):
         hour = T0 + dt.timedelta(hours=rng.randrange(0, 3))
         span = {"$gte": hour, "$lt": hour + dt.timedelta(hours=rng.randrange(1, 3))}
@@ -137,6 +150,11 @@ class Attribute(Family):
         return {"c.yaml": "\n".join([
             f"namespace: {db}.c", "pattern: attribute", "attribute:", "  array: specs",
             "  except: [name, price, category]"]) + "\n"}
+
+    def lookup_needs(self, field, form):
+        # The view rebuilds each document with a $filter ($$f.k) inside the
+        # $lookup's pipeline, beside the join's let variable.
+        return {"lookup_let_filter_vars"}
 
     def document(self, rng, ids):
         doc = {"_id": ids.next(rng)}

@@ -37,8 +37,15 @@ class Ids:
 
 def op(label: str, cmd: dict, shape: str, *, kind: str = "read", stages=(), capability=None,
        admin: bool = False) -> dict:
+    """``capability``: what the backend must do as MongoDB does for the
+    operation to be judged: None, a name, or a list of names."""
     return {"label": label, "cmd": cmd, "shape": shape, "kind": kind, "stages": list(stages),
             "capability": capability, "admin": admin}
+
+
+def needs(o: dict) -> set[str]:
+    cap = o["capability"]
+    return set() if cap is None else {cap} if isinstance(cap, str) else set(cap)
 
 
 class Generator:
@@ -59,7 +66,7 @@ class Generator:
         while len(ops) < length - 1:
             make = self.rng.choices([m for m, _ in self.weights], [w for _, w in self.weights])[0]
             o = make()
-            if o is not None and (o["capability"] is None or o["capability"] in self.caps):
+            if o is not None and needs(o) <= self.caps:
                 ops.append(o)
         ops.append(op("dropDatabase", {"dropDatabase": 1}, "ok", kind="write"))
         return ops
@@ -263,22 +270,26 @@ class Generator:
 
     # -- pipelines from o that read c
 
-    def lookup_stage(self, depth: int = 0) -> tuple[dict, list[str], str]:
+    def lookup_stage(self, depth: int = 0) -> tuple[dict, list[str], list[str]]:
+        """A $lookup from o into c, its stage names, and the capabilities it needs."""
         r = self.rng
         f = self.rng.choice(self.f.join_fields)
         if r.random() < 0.5:
             return ({"$lookup": {"from": "c", "localField": "k", "foreignField": f, "as": "j"}},
-                    ["$lookup"], "lookup_local")
+                    ["$lookup"], ["lookup_local", *self.f.lookup_needs(f, "local")])
         inner = [{"$match": {"$expr": {"$eq": [f"${f}", "$$kk"]}}}]
         stages = ["$lookup"]
+        caps = ["lookup_pipeline", *self.f.lookup_needs(f, "pipeline")]
         if depth == 0 and r.random() < 0.4:
-            nested = {"$lookup": {"from": pick(r, "c", "o"), "localField": f,
-                                  "foreignField": pick(r, f, "k"), "as": "jj"}}
+            into, foreign = pick(r, "c", "o"), pick(r, f, "k")
+            nested = {"$lookup": {"from": into, "localField": f, "foreignField": foreign, "as": "jj"}}
             inner.append(nested)  # unwound after the outer $lookup: its order is unspecified
+            if into == "c":
+                caps += self.f.lookup_needs(foreign, "local")
         elif r.random() < 0.5:
             inner.append({"$project": {f: 1, self.field(): 1}})
         return ({"$lookup": {"from": "c", "let": {"kk": "$k"}, "pipeline": inner, "as": "j"}},
-                stages, "lookup_pipeline")
+                stages, caps)
 
     def lookup(self):
         stage, stages, cap = self.lookup_stage()
@@ -299,8 +310,9 @@ class Generator:
             "joined": [stage, {"$unwind": "$j"}, {"$group": {"_id": "$j._id", "n": {"$sum": 1}}},
                        {"$sort": {"_id": 1}}],
             "all": [{"$count": "n"}]}}
+        form = "facet" if "lookup_local" in cap else "facet_pipeline"
         return op("aggregate", {"aggregate": "o", "pipeline": [facet], "cursor": {}}, "cursor",
-                  stages=["$facet", *stages], capability="facet" if cap == "lookup_local" else "facet_pipeline")
+                  stages=["$facet", *stages], capability=[form, *cap])
 
     def graph_lookup(self):
         f = self.rng.choice(self.f.join_fields)
