@@ -18,6 +18,13 @@
 namespace remold {
 namespace {
 
+// A command that may take a rule's index with it: indexes are ensured
+// again from then on.
+bool MayDropIndexes(std::string_view command) {
+  return command == "drop" || command == "dropDatabase" || command == "dropIndexes" ||
+         command == "deleteIndexes";
+}
+
 // Buffers above this size are released after use, so one large document does
 // not pin memory for the life of the connection.
 constexpr size_t kRetainedBufferSize = 1 << 20;
@@ -158,8 +165,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
   if (request.more_to_come) co_return true;
   if (request.is_handshake) negotiated_ = request.offered_compressors;
   const bool relayed = co_await RelayReplies(request);
-  // A drop may take a rule's index with it: ensure indexes again from now on.
-  if (request.command == "drop" || request.command == "dropDatabase") shared_.ensured.Clear();
+  if (MayDropIndexes(request.command)) shared_.ensured.Clear();
   co_return relayed;
 }
 
@@ -354,8 +360,7 @@ awaitable<std::optional<ShapedReply>> Session::RunCommands(const wire::Request& 
     }
     runner.Accept(std::move(*reply));
   }
-  // A drop may take an index with it: ensure indexes again from now on.
-  if (request.command == "drop" && !runner.refused()) shared_.ensured.Clear();
+  if (MayDropIndexes(request.command) && !runner.refused()) shared_.ensured.Clear();
   co_return runner.Finish();
 }
 

@@ -71,6 +71,16 @@ std::optional<CommandNamespace> ResolveNamespace(std::string_view command, const
   if (!db) return std::nullopt;
   CommandNamespace ns{std::move(*db), std::nullopt, false};
   ReadCollection(command, body, ns);
+  if (command == "dataSize" && ns.collection) {
+    // {dataSize: "db.collection"}: a full namespace, not a name in $db.
+    const size_t dot = ns.collection->find('.');
+    if (dot == std::string::npos) {
+      ns.collection.reset();
+    } else {
+      ns.db = ns.collection->substr(0, dot);
+      ns.collection = ns.collection->substr(dot + 1);
+    }
+  }
   if (!ns.collection) ns.known = false;
   return ns;
 }

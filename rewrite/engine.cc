@@ -42,7 +42,7 @@ std::optional<Plan> RewriteForTarget(const Command& command, const RuleSet& rule
                                      const Capabilities& caps) {
   std::optional<CommandNamespace> ns = ResolveNamespace(command.name, command.body.get());
   if (!ns || !ns->collection) return std::nullopt;
-  const Rule* rule = rules.Find(command.db, *ns->collection);
+  const Rule* rule = rules.Find(ns->db, *ns->collection);  // dataSize names another database
   if (!rule) return std::nullopt;
   std::optional<Plan> plan = std::visit(
       [&](const auto& pattern) { return RewritePattern(command, *rule, pattern, caps); },

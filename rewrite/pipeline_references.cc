@@ -231,7 +231,14 @@ class Walker {
     while (bson_iter_next(&it)) {
       const std::string_view key = bson_iter_key(&it);
       if (view && key == "from") {
-        AppendString(out.mut(), key, view->source.collection);
+        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {  // {db, coll}: the view's source keeps its database
+          Doc ns;
+          AppendString(ns.mut(), "db", view->source.db);
+          AppendString(ns.mut(), "coll", view->source.collection);
+          AppendDoc(out.mut(), key, ns);
+        } else {
+          AppendString(out.mut(), key, view->source.collection);
+        }
       } else if (view && (key == "localField" || key == "foreignField")) {
         continue;
       } else if (view && key == "let" && local) {

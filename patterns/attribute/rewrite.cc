@@ -42,6 +42,7 @@ class AttributeRewriter {
     if (name == "update") return Update();
     if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
     if (name == "createIndexes") return AttributeCreateIndexes(command_, rule_, a_);
+    if (name == "create") return Create();
     return std::nullopt;  // everything else is about the collection as stored
   }
 
@@ -144,6 +145,24 @@ class AttributeRewriter {
       out.reply = rule.unfold ? UnfoldCursorReply(rule, replies.front()) : replies.front();
       return out;
     };
+    return plan;
+  }
+
+  // create: the collection as the client asks, then remold's pair index,
+  // so that it is ready as after a first write (not inside a transaction:
+  // the index would be built outside it, on a collection not committed).
+  Plan Create() const {
+    Plan plan;
+    plan.commands.push_back(Rebuilt({}));
+    if (!InTransaction(command_)) {
+      const AttributeRule rule = a_;
+      plan.then = [rule](std::span<const Doc> replies) {
+        BackendCommand index = EnsureAttributeIndex(rule);
+        index.may_fail = true;  // the client's create succeeded: its reply stands
+        return IsOkReply(replies.front()) ? Step{{std::move(index)}, {}} : Step{};
+      };
+    }
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
     return plan;
   }
 

@@ -1,7 +1,7 @@
 // Catalog commands on a bucketed namespace (see rewrite.h): create prepares
 // the bucket collection and its index; listIndexes lists the bucket
 // collection's indexes (what serves the logical collection); index builds,
-// index drops, collStats, validate and collMod are refused, naming the
+// index drops, collStats, validate, collMod and dataSize are refused, naming the
 // bucket collection to run them on.
 #include <string>
 #include <string_view>

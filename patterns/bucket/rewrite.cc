@@ -63,7 +63,7 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
   if (name == "create") return RewriteBucketCreate(command, bucket, who);
   if (name == "listIndexes") return RewriteBucketListIndexes(command, bucket);
   if (name == "createIndexes" || name == "dropIndexes" || name == "deleteIndexes" ||
-      name == "collStats" || name == "validate" || name == "collMod")
+      name == "collStats" || name == "validate" || name == "collMod" || name == "dataSize")
     return RefuseBucketCatalogCommand(command, bucket, who);
   if (name == "drop") {
     Plan plan;

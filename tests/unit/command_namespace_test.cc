@@ -43,6 +43,17 @@ TEST(ResolveNamespace, AnUnknownCommandsStringIsReadButNotKnown) {
   EXPECT_FALSE(ns->known);
 }
 
+TEST(ResolveNamespace, DataSizeNamesAFullNamespace) {
+  std::optional<CommandNamespace> ns = Resolve(R"({"dataSize": "app.readings.x", "$db": "admin"})");
+  ASSERT_TRUE(ns);
+  EXPECT_EQ(ns->db, "app");
+  EXPECT_EQ(ns->collection, "readings.x");
+  EXPECT_TRUE(ns->known);
+  ns = Resolve(R"({"dataSize": "nodot", "$db": "admin"})");
+  ASSERT_TRUE(ns);
+  EXPECT_FALSE(ns->collection);
+}
+
 TEST(ResolveNamespace, GetMoreNamesItsCollectionField) {
   std::optional<CommandNamespace> ns =
       Resolve(R"({"getMore": {"$numberLong": "5"}, "collection": "c", "$db": "d"})");

@@ -1328,6 +1328,19 @@ def test_reads_of_a_missing_collection_create_nothing(attr_env):
     assert stored.get("remold_attribute_specs") == dict(INDEX_KEY), stored
 
 
+def test_create_and_drop_indexes_keep_the_pair_index(attr_env):
+    """`create` of an attribute collection builds remold's pair index at
+    once; `dropIndexes: "*"` drops it with the others, and remold builds it
+    again before the next read."""
+    attr_env.db.create_collection("products")
+    indexes = lambda: {ix["name"] for ix in attr_env.direct.products.list_indexes()}
+    assert "remold_attribute_specs" in indexes()
+    attr_env.db.command("dropIndexes", "products", index="*")
+    assert indexes() == {"_id_"}
+    assert list(attr_env.db.products.find({"ram_gb": 16})) == []
+    assert "remold_attribute_specs" in indexes()
+
+
 def test_index_on_an_attribute_is_served_by_the_pair_index(attr_env):
     """An index on an attribute would index a field that is never stored:
     remold answers it as served by the pair index (and ensures that one),
