@@ -137,19 +137,23 @@ void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const
     std::vector<Doc> statements;
     std::vector<Doc> docs = FirstBatch(reply);
     for (const Doc& doc : docs) {
-      Doc set;
+      Doc set, unset;
       for (const ComputedField& field : rule.fields) {
         auto value = Evaluate(field.expression, doc.get());
         if (auto* error = std::get_if<EvaluationError>(&value)) {
+          // The update already happened (an insert would have been
+          // refused): no value rather than a stale one, and a warning.
           warnings->push_back("cannot compute '" + field.field + "' of a document of " +
-                              rule.logical.full() + " after an update: " + error->message);
+                              rule.logical.full() + " after an update: " + error->message +
+                              "; the field is removed");
+          if (Find(doc.get(), field.field)) AppendString(unset.mut(), field.field, "");
           continue;
         }
         std::optional<bson_iter_t> stored = Find(doc.get(), field.field);
         const ComputedValue& v = std::get<ComputedValue>(value);
         if (!stored || !HoldsValue(&*stored, v)) AppendComputedValue(set.mut(), field.field, v);
       }
-      if (set.empty()) continue;
+      if (set.empty() && unset.empty()) continue;
       Doc q, u, statement;
       AppendValue(q.mut(), "_id", *Find(doc.get(), "_id"));
       for (const auto& f : inputs) {
@@ -161,7 +165,8 @@ void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const
           BSON_APPEND_NULL(q.mut(), f.c_str());
         }
       }
-      AppendDoc(u.mut(), "$set", set);
+      if (!set.empty()) AppendDoc(u.mut(), "$set", set);
+      if (!unset.empty()) AppendDoc(u.mut(), "$unset", unset);
       AppendDoc(statement.mut(), "q", q);
       AppendDoc(statement.mut(), "u", u);
       BSON_APPEND_BOOL(statement.mut(), "multi", false);

@@ -890,6 +890,25 @@ def test_orders_updates_recompute_total(computed_env):
         f"after an upsert by update: {show(upserted)}"
 
 
+def test_orders_update_leaving_uncomputable_inputs_removes_the_total(computed_env):
+    """An insert whose total cannot be computed is refused (TypeMismatch); an
+    update that leaves such inputs has already happened when remold computes,
+    so the stale total and item count go (none rather than a wrong one), and
+    they come back with computable inputs."""
+    env = computed_env
+    orders = env.db.orders
+    orders.insert_one({"_id": 1, "items": [{"sku": "a", "price": 2.0, "qty": 1}]})
+    with pytest.raises(WriteError) as info:
+        orders.insert_one({"_id": 2, "items": 5})
+    assert info.value.code == 14
+    orders.update_one({"_id": 1}, {"$set": {"items": 5}})
+    doc = env.direct.orders.find_one({"_id": 1})
+    assert "total" not in doc and "itemCount" not in doc, show(doc)
+    orders.update_one({"_id": 1}, {"$set": {"items": [{"sku": "b", "price": 3.0, "qty": 2}]}})
+    doc = env.direct.orders.find_one({"_id": 1})
+    assert doc.get("total") == 6.0 and doc.get("itemCount") == 1, show(doc)
+
+
 def test_orders_concurrent_clients_keep_totals_exact(computed_env):
     env = computed_env
     rng = random.Random(3)

@@ -249,23 +249,43 @@ computed:
         return isinstance(v, (int, float)) and not isinstance(v, bool)
 
     def row_values(self, doc: dict) -> dict:
+        """total and itemCount as the rule computes them, MISSING where it
+        cannot (items not an array, a price or qty neither a number nor
+        null): an insert is refused then, and an update leaves the field out."""
         items = doc.get("items", MISSING)
-        elements = items if isinstance(items, list) else ([] if items is MISSING else [items])
+        if items is MISSING or items is None:
+            return {"total": 0, "itemCount": 0}
+        if not isinstance(items, list):
+            return {"total": MISSING, "itemCount": MISSING}
         total = 0
-        for item in elements:
-            if isinstance(item, dict) and self.number(item.get("price")) and self.number(item.get("qty")):
-                total += item["price"] * item["qty"]
-        return {"total": total, "itemCount": len(items) if isinstance(items, list) else 0}
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            price, qty = item.get("price"), item.get("qty")
+            if any(v is not None and not self.number(v) for v in (price, qty)):
+                total = MISSING
+                break
+            if self.number(price) and self.number(qty):
+                total += price * qty
+        return {"total": total, "itemCount": len(items)}
 
     def returned(self, doc):
-        return {**doc, **self.row_values(doc)}
+        values = self.row_values(doc)
+        kept = {k: v for k, v in doc.items() if values.get(k, None) is not MISSING}
+        return {**kept, **{k: v for k, v in values.items() if v is not MISSING}}
 
     def maintain(self, flat_db):
         sources = list(flat_db.c.find())
         for doc in sources:
             want = self.row_values(doc)
-            if any(doc.get(k, MISSING) != v or type(doc.get(k)) is not type(v) for k, v in want.items()):
-                flat_db.c.update_one({"_id": doc["_id"]}, {"$set": want})
+            assign = {k: v for k, v in want.items() if v is not MISSING}
+            remove = {k: "" for k, v in want.items() if v is MISSING and k in doc}
+            if remove or any(doc.get(k, MISSING) != v or type(doc.get(k)) is not type(v)
+                             for k, v in assign.items()):
+                update = {"$set": assign} if assign else {}
+                if remove:
+                    update["$unset"] = remove
+                flat_db.c.update_one({"_id": doc["_id"]}, update)
         for target in flat_db.t.find():
             linked = [s for s in sources if "pid" in s and s["pid"] is not None
                       and not isinstance(s["pid"], (list, bool)) and s["pid"] == target["_id"]]
