@@ -98,7 +98,15 @@ def probe(client, db_name: str) -> set[str]:
                 "as": "j"}},
             {"$sort": {"_id": 1}}])] == [[{"_id": 10}], [{"_id": 10}]]
 
+    def sort_empty_array_ties():
+        db.sa.insert_many([{"_id": 1, "f": []}, {"_id": 2, "f": []}, {"_id": 3}, {"_id": 4, "f": [2, 0]}])
+        order = lambda direction: [d["_id"] for d in db.sa.find().sort([("f", direction), ("_id", 1)])]
+        return order(1) == [1, 2, 3, 4] and order(-1) == [4, 3, 1, 2]
+
     checks = {
+        # Documents whose sort key is [] tie (below null and missing): the
+        # next key orders them.
+        "sort_empty_array_ties": sort_empty_array_ties,
         # $addToSet keeps null, leaves missing out and takes 1, 1L and 1.0
         # as one value, as distinct does.
         "addtoset_as_distinct": addtoset_as_distinct,

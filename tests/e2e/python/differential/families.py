@@ -60,6 +60,7 @@ class Family:
     outputs: tuple = ()         # collections the rule writes besides c
     resyncable = True           # can a sequence go on from remold's state after a difference?
     field_order_oracle = True   # does the flat copy hold fields in the order MongoDB would?
+    empty_array_fields: tuple = ()  # fields whose values may be [] (written or left by $pull)
 
     def rules(self, db: str) -> dict[str, str]:
         raise NotImplementedError
@@ -101,6 +102,7 @@ class Bucket(Family):
     name = "bucket"
     fields = ("_id", "sensor", "at", "temp", "note")
     join_fields = ("sensor", "temp")
+    empty_array_fields = ("note",)
 
     def rules(self, db):
         return {"c.yaml": "\n".join([
@@ -145,6 +147,7 @@ class Attribute(Family):
     name = "attribute"
     fields = ("_id", "name", "price", "category", "ram", "color", "tags", "made")
     join_fields = ("color", "ram", "category")
+    empty_array_fields = ("tags",)
 
     def rules(self, db):
         return {"c.yaml": "\n".join([
@@ -182,6 +185,7 @@ class Computed(Family):
     name = "computed"
     fields = ("_id", "pid", "stars", "at", "items", "note", "total", "itemCount")
     join_fields = ("pid", "stars")
+    empty_array_fields = ("items", "note")
     loose = frozenset({"cnt", "ssum", "avg", "total", "itemCount"})
     names = LOGICAL + ("t",)
     outputs = ("t",)
