@@ -119,6 +119,7 @@ size_t AggregateMaintenance::TargetFor(const bson_iter_t& link) {
     target.lost.resize(n);
     target.latest_by.resize(n);
     target.latest_of.resize(n);
+    target.latest_id.resize(n);
     targets_.push_back(std::move(target));
   }
   return it->second;
@@ -145,6 +146,8 @@ void AggregateMaintenance::Add(Target& target, size_t i, const bson_t* doc) {
       if (target.latest_by[i] && CompareBsonValues(*by, Unboxed(*target.latest_by[i])) < 0) break;
       target.latest_by[i] = Boxed(*by);
       target.latest_of[i] = of ? std::optional<Doc>(Boxed(*of)) : std::nullopt;
+      std::optional<bson_iter_t> id = Find(doc, "_id");
+      target.latest_id[i] = id ? std::optional<Doc>(Boxed(*id)) : std::nullopt;
       break;
     }
   }
@@ -286,8 +289,8 @@ void AggregateMaintenance::Schedule(CommandQueue& queue) {
   queue.AddPhase([this, &queue, multi] {
     // For each max with followers: the followers' values from the newest
     // document added, set where the max is still that document's. Then
-    // read the source again: a concurrent writer's set of the same max may
-    // have landed first (two writes to the newest document's other fields).
+    // check them against that document (ScheduleLatestCheck): a concurrent
+    // writer's set of the same max may have landed first.
     std::vector<Doc> statements;
     std::vector<std::pair<size_t, size_t>> set;  // (target, max field)
     for (size_t t = 0; t < targets_.size(); ++t) {
@@ -311,11 +314,7 @@ void AggregateMaintenance::Schedule(CommandQueue& queue) {
     queue.Push(UpdateCommand(statements), [this, &queue, set](const Doc& reply) {
       WarnOnFailure(reply, "setting the latest value");
       if (FindInteger(reply.get(), "n").value_or(0) == 0) return;  // newer maxima everywhere
-      for (auto [t, m] : set) {
-        std::vector<std::optional<Doc>> values;
-        for (size_t f : Followers(m)) values.push_back(targets_[t].latest_of[f]);
-        ScheduleRecompute(queue, t, m, *targets_[t].latest_by[Followers(m).front()], 2, 1, std::move(values));
-      }
+      for (auto [t, m] : set) ScheduleLatestCheck(queue, t, m);
     });
   });
   queue.AddPhase([this, &queue] {
@@ -445,6 +444,50 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
                  if (FindInteger(reply.get(), "n").value_or(0) == 0) return;  // changed meanwhile
                  ScheduleRecompute(queue, t, i, next_expected, round + 1, 1, next_followers);
                });
+  });
+}
+
+// One point read by _id (a filter on _id alone, which every backend serves
+// from its _id index): the document the followers were set from. If it
+// still has the link, the max and every follower's value, what was set is
+// right; if not, another writer changed that document or its target, and
+// the followers are recomputed from the source.
+void AggregateMaintenance::ScheduleLatestCheck(CommandQueue& queue, size_t t, size_t m) {
+  const Target& target = targets_[t];
+  const std::vector<size_t> followers = Followers(m);
+  const size_t first = followers.front();
+  std::vector<std::optional<Doc>> values;
+  for (size_t f : followers) values.push_back(target.latest_of[f]);
+  if (!target.latest_id[first]) {  // no _id to read by: check through the source's extreme
+    ScheduleRecompute(queue, t, m, *target.latest_by[first], 2, 1, std::move(values));
+    return;
+  }
+  Doc filter, projection;
+  AppendValue(filter.mut(), "_id", Unboxed(*target.latest_id[first]));
+  BSON_APPEND_INT32(projection.mut(), "_id", 0);
+  BSON_APPEND_INT32(projection.mut(), aggregate_.link_from.c_str(), 1);
+  BSON_APPEND_INT32(projection.mut(), aggregate_.fields[m].of.c_str(), 1);
+  for (size_t f : followers) BSON_APPEND_INT32(projection.mut(), aggregate_.fields[f].of.c_str(), 1);
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", source_.collection);
+  AppendDoc(body, "filter", filter);
+  AppendDoc(body, "projection", projection);
+  BSON_APPEND_INT32(body, "limit", 1);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client_, ArgumentTarget::kRead, source_.db, body);
+  read.may_fail = true;
+  queue.Push(std::move(read), [this, &queue, t, m, values = std::move(values)](const Doc& reply) {
+    const Target& target = targets_[t];
+    const std::optional<Doc> at = target.latest_by[Followers(m).front()];
+    std::vector<Doc> docs = IsOkReply(reply) ? FirstBatch(reply) : std::vector<Doc>();
+    if (!docs.empty()) {
+      std::optional<bson_iter_t> link = Find(docs.front().get(), aggregate_.link_from);
+      if (link && !BSON_ITER_HOLDS_ARRAY(&*link) && SameValue(link, Unboxed(target.link)) &&
+          HoldsFollowers(docs.front(), at, m, values))
+        return;  // still holds what was set
+    }
+    ScheduleRecompute(queue, t, m, *at, 1, 1, {});
   });
 }
 

@@ -7,8 +7,9 @@
 //     new values (upserting a missing target when the rule says so);
 //  2. the latest values: set where the target's max of `by` is the new
 //     document's (so the latest write of a concurrent pair wins), then
-//     checked against the source as in 3 (two writers to the same newest
-//     document can land their sets in either order);
+//     checked: the document they came from is read by _id, and if it no
+//     longer holds them at the max (two writers to the same newest document
+//     can land their sets in either order) they are recomputed as in 3;
 //  3. recomputation where a removed value may have been the target's min
 //     or max: read the extreme from the source, compare-and-set it, and
 //     read again until what was set is still the extreme;
@@ -65,6 +66,7 @@ class AggregateMaintenance {
     std::vector<std::optional<Doc>> lost;      // {v}: the removed extreme
     std::vector<std::optional<Doc>> latest_by; // {v}
     std::vector<std::optional<Doc>> latest_of; // {v}, or empty: absent
+    std::vector<std::optional<Doc>> latest_id; // {v}: the _id of the document latest_of is from
   };
 
   size_t TargetFor(const bson_iter_t& link);  // index in targets_, added if new
@@ -79,6 +81,9 @@ class AggregateMaintenance {
   // `followers`: the values last set to the field's followers ({}: none).
   void ScheduleRecompute(CommandQueue& queue, size_t target, size_t field, Doc expected, int round,
                          int attempt, std::vector<std::optional<Doc>> followers);
+  // Reads whether the source document the followers of max field `m` were
+  // set from still holds those values at the max; if not, recomputes.
+  void ScheduleLatestCheck(CommandQueue& queue, size_t target, size_t m);
   // The latest fields ordered by max field `max_field`, in rule order.
   std::vector<size_t> Followers(size_t max_field) const;
   // The max field that orders latest field `latest_field`.

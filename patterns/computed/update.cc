@@ -67,6 +67,7 @@ void RecordChange(ComputedWrite* w, std::optional<Doc> before, const ClientUpdat
   std::optional<Doc> after = before ? FieldsAfterUpdate(before->get(), update, w->inputs())
                                     : FieldsOfUpsert(query.get(), update, w->inputs(), id);
   if (after) {
+    if (!Find(after->get(), "_id")) AppendValue(after->mut(), "_id", id);  // for the latest check
     w->Record(before ? before->get() : nullptr, after->get());
     return;
   }
