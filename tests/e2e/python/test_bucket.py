@@ -893,10 +893,10 @@ def test_max_count_starts_new_buckets_and_loses_nothing(bucket_db, rules_remold,
     assert sorted(coll.find(), key=lambda d: d["_id"]) == sorted(inserted, key=lambda d: d["_id"])
 
 
-def test_max_count_under_concurrent_inserts(bucket_db, rules_remold, direct_client):
-    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets",
-                                                      max_count=5)})
-    threads, per_thread = 8, 25
+def insert_hot_readings(remold, db: str, threads: int, per_thread: int, **fields) -> list[dict]:
+    """Readings of sensor "hot", one a second, inserted one by one from
+    `threads` clients at once (each with its own connection); returns them
+    once all were acknowledged."""
     errors: list[str] = []
     inserted: list[dict] = []
 
@@ -904,8 +904,8 @@ def test_max_count_under_concurrent_inserts(bucket_db, rules_remold, direct_clie
         client = pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000)
         try:
             for i in range(per_thread):
-                doc = reading("hot", T0 + (k * per_thread + i) * dt.timedelta(seconds=1), float(k))
-                client[bucket_db]["readings"].insert_one(doc)
+                doc = reading("hot", T0 + (k * per_thread + i) * dt.timedelta(seconds=1), float(k), **fields)
+                client[db]["readings"].insert_one(doc)
                 inserted.append(doc)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(repr(exc))
@@ -918,6 +918,14 @@ def test_max_count_under_concurrent_inserts(bucket_db, rules_remold, direct_clie
     for t in workers:
         t.join()
     assert not errors, errors[:3]
+    return inserted
+
+
+def test_max_count_under_concurrent_inserts(bucket_db, rules_remold, direct_client):
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets",
+                                                      max_count=5)})
+    threads, per_thread = 8, 25
+    inserted = insert_hot_readings(remold, bucket_db, threads, per_thread)
     docs = list(direct_client[bucket_db]["readings_buckets"].find())
     assert all(1 <= b["count"] == len(b["m"]) <= 5 for b in docs), [b["count"] for b in docs]
     assert sorted(m["_id"] for b in docs for m in b["m"]) == sorted(d["_id"] for d in inserted)
@@ -1202,28 +1210,7 @@ def test_max_bytes_under_concurrent_inserts(bucket_db, rules_remold, direct_clie
     remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets",
                                                       extra=["max_bytes: 1024"])})
     threads, per_thread = 6, 25
-    errors: list[str] = []
-    inserted: list[dict] = []
-
-    def insert(k: int):
-        client = pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000)
-        try:
-            for i in range(per_thread):
-                doc = reading("hot", T0 + (k * per_thread + i) * dt.timedelta(seconds=1),
-                              float(k), note="p" * 100)
-                client[bucket_db]["readings"].insert_one(doc)
-                inserted.append(doc)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(repr(exc))
-        finally:
-            client.close()
-
-    workers = [threading.Thread(target=insert, args=(k,)) for k in range(threads)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
-    assert not errors, errors[:3]
+    inserted = insert_hot_readings(remold, bucket_db, threads, per_thread, note="p" * 100)
     docs = list(direct_client[bucket_db]["readings_buckets"].find())
     for b in docs:
         assert b["bytes"] == sum(len(bson.encode(m)) + 9 for m in b["m"]) <= 1024, b["bytes"]
