@@ -72,6 +72,9 @@ class ServeRun {
   bool BindStatusEndpoint();
   // Loads the certificates when either side uses TLS (SIGHUP reloads them).
   bool LoadTls();
+  // Starts monitoring the backend (not with directConnection=true), and
+  // its metrics.
+  bool StartTopologyMonitor();
   // Binds the client address, announces it, and serves until drained.
   bool ListenAndServe();
 
@@ -86,6 +89,7 @@ class ServeRun {
   std::unique_ptr<RuleReloader> reloader_;  // null: no rules directory
   std::atomic<bool> draining_{false};
   std::shared_ptr<TlsContexts> tls_;        // null: plain TCP on both sides
+  std::shared_ptr<TopologyMonitor> topology_;  // null: directConnection=true
   std::unique_ptr<StatusServer> status_;    // null: no --metrics-listen
   std::string status_address_;
 };
@@ -153,6 +157,36 @@ bool ServeRun::LoadTls() {
   return errors.empty();
 }
 
+bool ServeRun::StartTopologyMonitor() {
+  if (config_.backend.direct_connection) return true;
+  topology_ = std::make_shared<TopologyMonitor>(config_.backend);
+  std::string error;
+  if (!topology_->Start(error)) {
+    std::cerr << "remold: config error: backend: " << error << "\n";
+    return false;
+  }
+  GlobalMetrics().AddCollector([topology = topology_](prometheus::TextWriter& out) {
+    const std::shared_ptr<const TopologyView> view = topology->View();
+    out.Family("remold_backend_topology", "gauge",
+               "The backend's topology type as the monitor sees it (1 for the current type).");
+    out.Sample("remold_backend_topology", {{"type", TopologyKindName(view->kind)}}, uint64_t{1});
+    out.Family("remold_backend_members", "gauge",
+               "The backend's servers as the monitor sees them: 1 for each member's current state.");
+    for (const Member& member : view->members)
+      out.Sample("remold_backend_members", {{"address", member.address}, {"state", MemberKindName(member.kind)}},
+                 uint64_t{1});
+    out.Family("remold_backend_no_primary_seconds", "gauge",
+               "How long the backend replica set has been without a primary (0 while it has one).");
+    const auto since = topology->no_primary_since();
+    out.Sample("remold_backend_no_primary_seconds", {},
+               since ? std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count() : 0.0);
+    out.Family("remold_backend_primary_changes_total", "counter",
+               "Times the backend's primary moved to another member.");
+    out.Sample("remold_backend_primary_changes_total", {}, topology->primary_changes());
+  });
+  return true;
+}
+
 bool ServeRun::ListenAndServe() {
   RaiseFileLimit(config_.max_connections);
   try {
@@ -176,6 +210,7 @@ ServerOptions ServeRun::MakeServerOptions() {
   options.worker_threads = config_.threads;
   options.drain_timeout = config_.drain_timeout;
   options.slow_operation = config_.slow_op;
+  options.topology = topology_;
   // Limits and TLS: proxy/connection_policy.h.
   options.policy.limits.max_connections = config_.max_connections;
   options.policy.limits.max_message_size = config_.max_message_size;
@@ -203,7 +238,16 @@ void ServeRun::Announce(const tcp::endpoint& bound) const {
 
 std::string ServeRun::NotReadyReason() const {
   if (draining_) return "draining: shutting down";
-  return reloader_ && reloader_->reloads() == 0 ? "rules not loaded" : "";
+  if (reloader_ && reloader_->reloads() == 0) return "rules not loaded";
+  if (topology_) {
+    if (const auto since = topology_->no_primary_since()) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count();
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f", seconds);
+      return "backend replica set has no primary for " + std::string(text) + " s";
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -222,6 +266,7 @@ int RunServe(const std::vector<std::string>& args) {
   run.RegisterRuleMetrics();
   if (!run.BindStatusEndpoint()) return kCannotListen;
   if (!run.LoadTls()) return kRejected;
+  if (!run.StartTopologyMonitor()) return kRejected;
   return run.ListenAndServe() ? kOk : kCannotListen;
 }
 

@@ -61,6 +61,11 @@ awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
 
 }  // namespace
 
+awaitable<std::unique_ptr<MessageStream>> ConnectBackendHost(
+    const HostAndPort& host, const BackendOptions& options, std::shared_ptr<asio::ssl::context> tls) {
+  co_return co_await ConnectOne(host, options, tls);
+}
+
 awaitable<std::unique_ptr<MessageStream>> ConnectBackend(const BackendOptions& options,
                                                          std::shared_ptr<asio::ssl::context> tls) {
   for (const HostAndPort& host : options.hosts) {

@@ -1,4 +1,4 @@
-// Opens the backend connection: the URI's hosts in order; the first that
+// Opens a backend connection: the URI's hosts in order (or one member); the first that
 // accepts the TCP connection and, with tls=true, completes the TLS handshake
 // (certificate verified against tlsCAFile or the system's CAs, host name
 // checked unless tlsAllowInvalidHostnames) within the connect timeout wins.
@@ -17,5 +17,9 @@ namespace remold {
 // plain backend. Returns null when no host could be reached.
 awaitable<std::unique_ptr<MessageStream>> ConnectBackend(
     const BackendOptions& options, std::shared_ptr<asio::ssl::context> tls);
+
+// The same for one host (a member the topology monitor found).
+awaitable<std::unique_ptr<MessageStream>> ConnectBackendHost(
+    const HostAndPort& host, const BackendOptions& options, std::shared_ptr<asio::ssl::context> tls);
 
 }  // namespace remold

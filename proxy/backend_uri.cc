@@ -46,23 +46,39 @@ bool ApplyOption(std::string_view key, std::string_view value, BackendOptions& o
     out.tls.allow_invalid_hostnames = out.tls.allow_invalid_certificates = insecure;
     return true;
   }
-  if (name == "connecttimeoutms") {
+  auto milliseconds = [&](std::chrono::milliseconds& field, int minimum) {
     int ms = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
-    if (ec != std::errc() || end != value.data() + value.size() || ms <= 0) {
-      error = "backend URI option 'connectTimeoutMS' must be a positive integer";
+    if (ec != std::errc() || end != value.data() + value.size() || ms < minimum) {
+      error = "backend URI option '" + std::string(key) + "' must be an integer of at least " +
+              std::to_string(minimum);
       return false;
     }
-    out.connect_timeout = std::chrono::milliseconds(ms);
+    field = std::chrono::milliseconds(ms);
+    return true;
+  };
+  if (name == "connecttimeoutms") return milliseconds(out.connect_timeout, 1);
+  // The Server Discovery and Monitoring specification's floor.
+  if (name == "heartbeatfrequencyms") return milliseconds(out.heartbeat, 500);
+  if (name == "serverselectiontimeoutms") return milliseconds(out.server_selection_timeout, 1);
+  if (name == "directconnection") return boolean(out.direct_connection);
+  if (name == "replicaset") {
+    if (value.empty()) {
+      error = "backend URI option 'replicaSet' is empty";
+      return false;
+    }
+    out.replica_set = value;
     return true;
   }
-  // Accepted because they describe what remold already does: it connects to
-  // exactly the hosts given and leaves replica-set discovery to the backend.
-  if (name == "directconnection" || name == "replicaset" || name == "appname") return true;
+  if (name == "appname") {
+    out.app_name = value;
+    return true;
+  }
   error = "backend URI option '" + std::string(key) +
           "' is not supported (supported: tls, tlsCAFile, tlsCertificateKeyFile, "
           "tlsAllowInvalidHostnames, tlsAllowInvalidCertificates, tlsInsecure, "
-          "connectTimeoutMS, directConnection, replicaSet, appName)";
+          "connectTimeoutMS, heartbeatFrequencyMS, serverSelectionTimeoutMS, directConnection, "
+          "replicaSet, appName)";
   return false;
 }
 
@@ -155,6 +171,7 @@ std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string&
     error = "backend URI names no host";
     return std::nullopt;
   }
+  const size_t host_count = out.hosts.size();
 
   while (!query.empty()) {
     size_t amp = query.find('&');
@@ -167,6 +184,15 @@ std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string&
       return std::nullopt;
     }
     if (!ApplyOption(pair.substr(0, eq), pair.substr(eq + 1), out, error)) return std::nullopt;
+  }
+  if (out.direct_connection && host_count > 1) {
+    error = "backend URI option 'directConnection=true' names one host (got " +
+            std::to_string(host_count) + ")";
+    return std::nullopt;
+  }
+  if (out.direct_connection && !out.replica_set.empty()) {
+    error = "backend URI options 'directConnection=true' and 'replicaSet' exclude each other";
+    return std::nullopt;
   }
   return out;
 }

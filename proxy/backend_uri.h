@@ -31,6 +31,14 @@ struct BackendOptions {
   std::vector<HostAndPort> hosts;
   TlsOptions tls;
   std::chrono::milliseconds connect_timeout{10'000};
+  // directConnection=true: no monitoring; the hosts in order, first
+  // reachable wins. Otherwise the backend is monitored and routed to as a
+  // standalone, a replica set or mongos (proxy/topology_monitor.h).
+  bool direct_connection = false;
+  std::string replica_set;  // replicaSet: the set's name ("" discovers it)
+  std::chrono::milliseconds heartbeat{10'000};                 // heartbeatFrequencyMS
+  std::chrono::milliseconds server_selection_timeout{30'000};  // serverSelectionTimeoutMS
+  std::string app_name;                                        // appName
 };
 
 // Parses "mongodb://host[:port][,host[:port]...][/][?opt=v&...]". On error

@@ -72,6 +72,12 @@ std::vector<uint8_t> RewriteHandshakeReply(std::span<const uint8_t> reply,
       std::string_view key = bson_iter_key(&iter);
       if (IsTopologyField(key) || key == "compression") continue;
       if (key == "maxMessageSizeBytes") has_max_message_size = true;
+      // A mongos is always writable: the member that answered may be a
+      // secondary while the set has no primary.
+      if (key == "ismaster" || key == "isWritablePrimary") {
+        bson_append_bool(&out, key.data(), static_cast<int>(key.size()), true);
+        continue;
+      }
       if (key == "maxMessageSizeBytes" && BSON_ITER_HOLDS_NUMBER(&iter) &&
           bson_iter_as_int64(&iter) > max_message_size) {
         BSON_APPEND_INT32(&out, "maxMessageSizeBytes", max_message_size);

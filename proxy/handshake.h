@@ -5,7 +5,8 @@
 // setName, primary, me, ...) is removed so no driver connects around the
 // proxy, `msg` is "isdbgrid", limits are capped at what remold accepts, and
 // `compression` lists only compressors both the client offered and remold
-// can decode. Everything else (wire versions, session timeout, auth fields,
+// can decode, and it is always writable (`ismaster`/`isWritablePrimary`
+// true, as a mongos answers). Everything else (wire versions, session timeout, auth fields,
 // topologyVersion for streaming hello) is kept as the backend sent it.
 #pragma once
 

@@ -205,6 +205,7 @@ std::string Metrics::Render() const {
   using prometheus::HistogramSnapshot;
   for (const auto& refresher : refreshers_) refresher();
   uint64_t opened = 0, closed = 0, received = 0, sent = 0, slow = 0;
+  std::array<uint64_t, kRouteModes * kRouteMemberKinds> routes{};
   std::array<uint64_t, kMaxCommandSlots> requests{};
   std::array<uint64_t, static_cast<size_t>(ConnectionError::kCount)> connection_errors{};
   HistogramSnapshot roundtrip;
@@ -222,6 +223,7 @@ std::string Metrics::Render() const {
       for (size_t i = 0; i < connection_errors.size(); ++i)
         connection_errors[i] += shard->connection_errors[i].Get();
       slow += shard->slow_operations.Get();
+      for (size_t i = 0; i < routes.size(); ++i) routes[i] += shard->routes[i].Get();
     }
   }
 
@@ -274,6 +276,21 @@ std::string Metrics::Render() const {
   out.Family("remold_slow_operations_total", "counter",
              "Requests slower than --slow-op-ms (0 while the slow-operation log is off).");
   out.Sample("remold_slow_operations_total", {}, slow);
+
+  // In the order of ReadPreference::Mode and MemberKind.
+  static constexpr std::array<std::string_view, kRouteModes> kModes = {
+      "primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest"};
+  static constexpr std::array<std::string_view, kRouteMemberKinds> kMembers = {
+      "unknown", "standalone", "mongos", "primary", "secondary", "other"};
+  out.Family("remold_routes_total", "counter",
+             "Requests sent to a monitored backend, by the read preference asked for (primary "
+             "when none) and the kind of member that served them.");
+  for (size_t mode = 0; mode < kRouteModes; ++mode)
+    for (size_t member = 0; member < kRouteMemberKinds; ++member)
+      if (uint64_t count = routes[mode * kRouteMemberKinds + member])
+        out.Sample("remold_routes_total",
+                   {{"read_preference", kModes[mode]}, {"member", kMembers[member]}},
+                   count);
 
   const RuleTable* table = rule_table_.load(std::memory_order_acquire);
   out.Family("remold_rewrites_total", "counter", "Requests rewritten, by rule.");

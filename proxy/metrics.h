@@ -48,6 +48,12 @@ enum class ConnectionError : uint8_t {
 };
 std::string_view ConnectionErrorName(ConnectionError error);
 
+// Routed requests (routes_total{read_preference, member}): the read
+// preference modes and member kinds of proxy/server_selection.h and
+// proxy/topology_view.h, by their enum values.
+inline constexpr size_t kRouteModes = 5;
+inline constexpr size_t kRouteMemberKinds = 6;
+
 // Everything one worker thread writes. Read by scrapes on another thread.
 struct alignas(64) MetricsShard {
   prometheus::ShardCounter connections_opened;
@@ -59,7 +65,11 @@ struct alignas(64) MetricsShard {
   std::array<prometheus::ShardCounter, static_cast<size_t>(ConnectionError::kCount)>
       connection_errors;
   prometheus::ShardCounter slow_operations;
+  std::array<prometheus::ShardCounter, kRouteModes * kRouteMemberKinds> routes;
 
+  void CountRoute(size_t mode, size_t member_kind) {
+    if (mode < kRouteModes && member_kind < kRouteMemberKinds) routes[mode * kRouteMemberKinds + member_kind].Add(1);
+  }
   void CountRequest(std::string_view command) { requests[CommandSlot(command)].Add(1); }
   void CountConnectionError(ConnectionError error) {
     connection_errors[static_cast<size_t>(error)].Add(1);

@@ -148,8 +148,9 @@ awaitable<void> Server::AcceptLoop() {
     }
     uint64_t id = next_session_id_.fetch_add(1);
     auto session = std::make_shared<Session>(
-        std::move(socket), Session::Shared{options_.backend, *options_.rules, ensured_, options_.policy,
-                                          options_.slow_operation},
+        std::move(socket),
+        Session::Shared{options_.backend, *options_.rules, ensured_, options_.policy,
+                        options_.slow_operation, options_.topology.get(), &pins_},
         id);
     asio::post(worker.context(), [&worker, session] { worker.Start(session); });
   }

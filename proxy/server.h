@@ -20,6 +20,8 @@
 #include "proxy/backend_uri.h"
 #include "proxy/connection_policy.h"
 #include "proxy/rewrite_bridge.h"
+#include "proxy/route_pins.h"
+#include "proxy/topology_monitor.h"
 #include "rules/rule_set.h"
 
 namespace remold {
@@ -41,6 +43,9 @@ struct ServerOptions {
   ConnectionPolicy policy;
   // Requests slower than this are logged (warn); 0: no slow-operation log.
   std::chrono::milliseconds slow_operation{0};
+  // The backend's topology, monitored (started by the caller); null with
+  // directConnection=true.
+  std::shared_ptr<TopologyMonitor> topology;
 };
 
 class Server {
@@ -72,6 +77,7 @@ class Server {
   asio::signal_set signals_{main_context_};
   std::vector<std::unique_ptr<Worker>> workers_;
   EnsuredCommands ensured_;
+  RoutingPins pins_;
   std::atomic<uint64_t> next_session_id_{1};
   std::atomic<bool> draining_{false};
   ConnectionLimiter connections_;  // open client connections vs max_connections

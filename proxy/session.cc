@@ -7,8 +7,10 @@
 #include "proxy/backend_connector.h"
 #include "proxy/error_reply.h"
 #include "proxy/handshake.h"
+#include "proxy/mongos_persona.h"
 #include "proxy/op_compressed.h"
 #include "proxy/op_msg.h"
+#include "proxy/reply_errors.h"
 #include "proxy/wire_format.h"
 #include "rewrite/command_namespace.h"
 #include "rewrite/cursor_reply.h"
@@ -24,6 +26,10 @@ bool MayDropIndexes(std::string_view command) {
   return command == "drop" || command == "dropDatabase" || command == "dropIndexes" ||
          command == "deleteIndexes";
 }
+
+// How many times one request follows a moving primary before its error
+// reaches the client.
+constexpr int kMaxResends = 3;
 
 // Buffers above this size are released after use, so one large document does
 // not pin memory for the life of the connection.
@@ -55,7 +61,9 @@ bool HasMoreToCome(const std::vector<uint8_t>& reply) {
 }  // namespace
 
 Session::Session(tcp::socket client, Shared shared, uint64_t id)
-    : client_(std::move(client)), shared_(shared), id_(id) {}
+    : client_(std::move(client)), shared_(shared), id_(id) {
+  random_ = static_cast<uint32_t>(id * 2654435761u);  // spreads sessions over equal members
+}
 
 void Session::Drain() {
   draining_ = true;
@@ -66,7 +74,7 @@ void Session::Drain() {
 
 void Session::Abort() {
   client_.Close();
-  if (backend_) backend_->Close();
+  for (Link& link : links_) link.stream->Close();
 }
 
 awaitable<void> Session::Run() {
@@ -149,13 +157,38 @@ void Session::LogSlowOperation(const wire::Request& request,
 }
 
 awaitable<bool> Session::Dispatch(const wire::Request& request) {
+  route_.reset();
+  if (shared_.topology) {
+    std::variant<RequestRoute, SelectionError> route = RouteOf(request, shared_.backend.heartbeat);
+    if (auto* error = std::get_if<SelectionError>(&route)) {
+      if (request.more_to_come) co_return true;
+      // Named: g++ 12 destroys a temporary in a co_await expression twice.
+      const wire::WireError refusal{error->code, error->message};
+      co_return co_await ReplyWithError(request, refusal);
+    }
+    route_ = std::get<RequestRoute>(std::move(route));
+  }
+  if (request.command == "listShards" || request.command == "isdbgrid" || request.command == "find") {
+    if (shared_.topology) RefreshView();
+    if (std::optional<Doc> answer = AnswerAsMongos(request, shared_.topology ? view_.get() : nullptr,
+                                                   shared_.backend))
+      co_return co_await SendReply(request, *answer);
+  }
   if (std::shared_ptr<const RuleSet> rules = shared_.rules.Load(); !rules->empty()) {
     if (std::optional<Command> command = CommandForRules(request, *rules)) {
-      if (std::optional<Plan> plan = Rewrite(*command, *rules, capabilities_))
+      if (std::optional<Plan> plan = Rewrite(*command, *rules, capabilities_)) {
+        // Every command of a plan goes to the primary (or the transaction's member).
+        if (route_) route_->kind = RequestRoute::Kind::kPrimary;
         co_return co_await ExecutePlan(request, *plan);
+      }
     }
   }
-  if (!co_await EnsureBackend()) co_return false;
+  const Routed routed = co_await UseBackend(request);
+  switch (routed) {
+    case Routed::kReady: break;
+    case Routed::kRefused: co_return true;
+    case Routed::kLost: co_return false;
+  }
   forwarded_at_ = Clock::now();
   if (!co_await backend_->Write(request_)) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
@@ -170,7 +203,8 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
 }
 
 awaitable<bool> Session::RelayReplies(const wire::Request& request) {
-  for (bool first = true;; first = false) {
+  int resent = 0;
+  for (bool first = true;;) {
     if (co_await backend_->Read(reply_) != ReadStatus::kOk) {
       spdlog::warn("session {}: backend connection lost while awaiting a reply", id_);
       metrics_->CountConnectionError(ConnectionError::kBackendLost);
@@ -179,13 +213,40 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
     // Handshakes are left out: an awaitable hello waits by design.
     if (!request.is_handshake) {
       if (first) metrics_->backend_roundtrip.Observe(Clock::now() - forwarded_at_);
-      if (GlobalMetrics().CountReplyErrors(OpMsgBody(reply_))) request_failed_ = true;
+      if (first && resent < kMaxResends && AnsweredAsFormerPrimary(OpMsgBody(reply_))) {
+        ++resent;
+        const bool resent_ok = co_await ResendToNewPrimary();
+        if (resent_ok) continue;  // its reply is the client's
+      }
+      const bool failed = GlobalMetrics().CountReplyErrors(OpMsgBody(reply_));
+      if (failed) request_failed_ = true;
+      if (route_) NoteReply(OpMsgBody(reply_), failed);
     }
+    first = false;
     const bool more = HasMoreToCome(reply_);
     ShapeReply(request);
     if (!co_await WriteToClient(reply_)) co_return false;
     if (!more) co_return true;
   }
+}
+
+bool Session::AnsweredAsFormerPrimary(std::span<const uint8_t> reply_document) const {
+  if (!route_ || !route_->transaction.empty() || backend_address_.empty()) return false;
+  std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
+  // Both codes mean the member ran nothing: sending the command again is
+  // what a driver's retry does, without the round trip to the client.
+  return errors && errors->failed && errors->code && (*errors->code == 10107 || *errors->code == 13435);
+}
+
+awaitable<bool> Session::ResendToNewPrimary() {
+  spdlog::info("session {}: {} answered as a former primary; sending the request to the new primary", id_,
+               backend_address_);
+  shared_.topology->ReportNotPrimary(backend_address_);
+  const Routed routed = co_await SelectBackend();
+  if (routed != Routed::kReady) co_return false;
+  forwarded_at_ = Clock::now();
+  const bool sent = co_await backend_->Write(request_);
+  co_return sent;
 }
 
 void Session::ShapeReply(const wire::Request& request) {
@@ -217,15 +278,162 @@ awaitable<bool> Session::WriteToClient(std::span<const uint8_t> message) {
   co_return co_await client_.Write(message);
 }
 
-awaitable<bool> Session::EnsureBackend() {
-  if (backend_) co_return true;
-  backend_ = co_await ConnectBackend(shared_.backend, shared_.policy.backend_tls());
-  if (!backend_) {
+awaitable<bool> Session::EnsureDirectBackend() {
+  for (Link& link : links_) {
+    if (link.address.empty()) {
+      backend_ = link.stream.get();
+      backend_address_.clear();
+      co_return true;
+    }
+  }
+  std::unique_ptr<MessageStream> stream = co_await ConnectBackend(shared_.backend, shared_.policy.backend_tls());
+  if (!stream) {
     spdlog::warn("session {}: no backend reachable; closing the client connection", id_);
     metrics_->CountConnectionError(ConnectionError::kBackendUnreachable);
     co_return false;
   }
+  backend_ = stream.get();
+  backend_address_.clear();
+  links_.push_back(Link{"", std::move(stream)});
   co_return true;
+}
+
+void Session::RefreshView() {
+  if (view_ && view_version_ == shared_.topology->version()) return;
+  view_version_ = shared_.topology->version();
+  view_ = shared_.topology->View();
+}
+
+const Member* Session::ChooseMember(const TopologyView& view) const {
+  const RequestRoute& route = *route_;
+  const uint32_t random = random_;
+  auto pinned = [&](const RoutePins& pins, const std::string& key) -> const Member* {
+    std::optional<std::string> address = pins.Find(key);
+    return address ? view.Find(*address) : nullptr;
+  };
+  if (view.kind == TopologyKind::kSingle) return SelectForWrite(view, random);
+  if (!route.transaction.empty() && !route.starts_transaction) {
+    if (const Member* member = pinned(shared_.pins->transactions, route.transaction)) return member;
+  }
+  switch (route.kind) {
+    case RequestRoute::Kind::kCursor:
+      if (const Member* member = pinned(shared_.pins->cursors, RoutePins::CursorKey(route.cursor_id)))
+        return member;
+      return SelectForWrite(view, random);
+    case RequestRoute::Kind::kRead:
+      return SelectForRead(view, route.preference, random);
+    case RequestRoute::Kind::kHandshake:
+      if (const Member* member = SelectForWrite(view, random)) return member;
+      for (const Member& member : view.members)
+        if (member.data_bearing()) return &member;
+      return nullptr;
+    case RequestRoute::Kind::kPrimary:
+      return SelectForWrite(view, random);
+  }
+  return nullptr;
+}
+
+awaitable<bool> Session::UseLink(const Member& member) {
+  for (Link& link : links_) {
+    if (link.address == member.address) {
+      backend_ = link.stream.get();
+      backend_address_ = member.address;
+      co_return true;
+    }
+  }
+  std::unique_ptr<MessageStream> stream =
+      co_await ConnectBackendHost(member.host, shared_.backend, shared_.policy.backend_tls());
+  if (!stream) co_return false;
+  backend_ = stream.get();
+  backend_address_ = member.address;
+  links_.push_back(Link{member.address, std::move(stream)});
+  co_return true;
+}
+
+awaitable<Session::Routed> Session::UseBackend(const wire::Request& request) {
+  const Routed routed = co_await SelectBackend();
+  if (routed != Routed::kRefused) co_return routed;
+  if (request.is_handshake) co_return Routed::kLost;
+  std::string wanted = route_->kind == RequestRoute::Kind::kRead
+                           ? std::string(ReadPreferenceModeName(route_->preference.mode))
+                           : "primary";
+  spdlog::warn("session {}: no backend member for a {} {} within {} ms", id_, wanted, request.command,
+               shared_.backend.server_selection_timeout.count());
+  if (request.more_to_come) co_return Routed::kRefused;
+  const wire::WireError refusal{
+      ErrorCode{133, "FailedToSatisfyReadPreference"},
+      "Could not find host matching read preference { mode: \"" + wanted + "\" } for set " +
+          (view_->set_name.empty() ? "remold backend" : view_->set_name)};
+  co_await ReplyWithError(request, refusal);
+  co_return Routed::kRefused;
+}
+
+awaitable<Session::Routed> Session::SelectBackend() {
+  if (!shared_.topology) {
+    const bool connected = co_await EnsureDirectBackend();
+    co_return connected ? Routed::kReady : Routed::kLost;
+  }
+  const Clock::time_point deadline = Clock::now() + shared_.backend.server_selection_timeout;
+  for (;;) {
+    RefreshView();
+    if (const Member* member = ChooseMember(*view_)) {
+      // Copied: the view may be replaced while the connection opens.
+      const Member chosen = *member;
+      const bool linked = co_await UseLink(chosen);
+      if (linked) {
+        if (route_->kind != RequestRoute::Kind::kHandshake)
+          metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(chosen.kind));
+        co_return Routed::kReady;
+      }
+    } else if (view_->scanned && std::none_of(view_->members.begin(), view_->members.end(),
+                                              [](const Member& m) { return m.kind != MemberKind::kUnknown; })) {
+      // No server answers the monitor: try the URI's hosts as a direct
+      // connection would, which logs why each one fails.
+      const bool connected = co_await EnsureDirectBackend();
+      co_return connected ? Routed::kReady : Routed::kLost;
+    }
+    if (Clock::now() >= deadline) co_return Routed::kRefused;
+    const auto executor = co_await asio::this_coro::executor;
+    asio::steady_timer pause(executor, std::chrono::milliseconds(view_->scanned ? 20 : 2));
+    boost::system::error_code ignored;
+    co_await pause.async_wait(asio::redirect_error(use_awaitable, ignored));
+  }
+}
+
+awaitable<std::optional<Doc>> Session::RoundTripToPrimary(const BackendCommand& command) {
+  std::optional<Doc> reply = co_await RoundTrip(command);
+  // A member that answers NotWritablePrimary (or, for a read, not
+  // secondaryOk) did not run the command: once the monitor finds the new
+  // primary it goes there, as a driver retries. Never inside a client's
+  // transaction, which lives on its member.
+  for (int resent = 0; resent < kMaxResends && reply && AnsweredAsFormerPrimary(reply->bytes()); ++resent) {
+    spdlog::info("session {}: {} answered as a former primary; sending a rewritten command to the new primary",
+                 id_, backend_address_);
+    shared_.topology->ReportNotPrimary(backend_address_);
+    const Routed routed = co_await SelectBackend();
+    if (routed != Routed::kReady) break;
+    reply = co_await RoundTrip(command);
+  }
+  co_return reply;
+}
+
+void Session::NoteReply(std::span<const uint8_t> reply_document, bool failed) {
+  const RequestRoute& route = *route_;
+  if (failed) {
+    std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
+    if (errors && errors->code && IsNotPrimaryCode(*errors->code) && !backend_address_.empty())
+      shared_.topology->ReportNotPrimary(backend_address_);
+    return;
+  }
+  if (!view_ || view_->kind == TopologyKind::kSingle || backend_address_.empty()) return;
+  if (route.kind == RequestRoute::Kind::kCursor) {
+    if (route.cursor_id != 0 && ReplyCursorId(reply_document) == 0)
+      shared_.pins->cursors.Unpin(RoutePins::CursorKey(route.cursor_id));
+  } else if (route.may_open_cursor) {
+    if (int64_t id = ReplyCursorId(reply_document)) shared_.pins->cursors.Pin(RoutePins::CursorKey(id), backend_address_);
+  }
+  if (route.starts_transaction && !route.transaction.empty())
+    shared_.pins->transactions.Pin(route.transaction, backend_address_);
 }
 
 awaitable<std::optional<Doc>> Session::RoundTrip(const BackendCommand& command) {
@@ -270,7 +478,12 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
     spdlog::debug("session {}: rule {} answered {} itself", id_, plan.rule, request.command);
     co_return co_await SendReply(request, *plan.immediate_reply);
   }
-  if (!co_await EnsureBackend()) co_return false;
+  const Routed routed = co_await UseBackend(request);
+  switch (routed) {
+    case Routed::kReady: break;
+    case Routed::kRefused: co_return true;
+    case Routed::kLost: co_return false;
+  }
   std::optional<Doc> failed;
   if (!co_await EnsurePrerequisites(plan, failed)) co_return false;
   if (failed) co_return co_await SendReply(request, *failed);
@@ -352,7 +565,7 @@ awaitable<std::optional<ShapedReply>> Session::RunCommands(const wire::Request& 
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("session {}: rule {}: sends {}", id_, runner.plan().rule,
                     FoldedCommand(*command).ToRelaxedJson());
-    std::optional<Doc> reply = co_await RoundTrip(*command);
+    std::optional<Doc> reply = co_await RoundTripToPrimary(*command);
     if (!reply) {
       spdlog::warn("session {}: backend connection lost during a rewritten {}", id_,
                    request.command);

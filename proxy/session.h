@@ -22,7 +22,10 @@
 #include "proxy/message_stream.h"
 #include "proxy/metrics.h"
 #include "proxy/request.h"
+#include "proxy/request_route.h"
 #include "proxy/rewrite_bridge.h"
+#include "proxy/route_pins.h"
+#include "proxy/topology_monitor.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/plan.h"
 #include "rules/rule_set.h"
@@ -39,6 +42,10 @@ class Session : public std::enable_shared_from_this<Session> {
     const ConnectionPolicy& policy;  // TLS and client limits
     // Requests slower than this are logged (warn); 0: no slow-operation log.
     std::chrono::milliseconds slow_operation{0};
+    // The monitored backend (proxy/topology_monitor.h); null with
+    // directConnection=true: one backend connection, the URI's hosts in order.
+    TopologyMonitor* topology = nullptr;
+    RoutingPins* pins = nullptr;  // with `topology`
   };
 
   Session(tcp::socket client, Shared shared, uint64_t id);
@@ -53,6 +60,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class State { kIdle, kBusy };
+  // How choosing the backend member for a request ended.
+  enum class Routed { kReady, kRefused, kLost };  // refused: the client got an error
+  // A backend connection, one per member the session has talked to.
+  struct Link {
+    std::string address;
+    std::unique_ptr<MessageStream> stream;
+  };
 
   awaitable<bool> Handle();
   // Handle() once the request is decoded and counted: a rule's plan, or
@@ -60,7 +74,24 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<bool> Dispatch(const wire::Request& request);
   awaitable<bool> RelayReplies(const wire::Request& request);
   awaitable<bool> ReplyWithError(const wire::Request& request, const wire::WireError& error);
-  awaitable<bool> EnsureBackend();
+  // Makes backend_ the connection to the member `route_` goes to (the
+  // only backend with directConnection=true), waiting up to the backend's
+  // serverSelectionTimeoutMS for one; refuses the request when none comes.
+  awaitable<Routed> UseBackend(const wire::Request& request);
+  // The same without the reply: kRefused when no member came in time.
+  awaitable<Routed> SelectBackend();
+  // A reply saying the member is no longer the primary (the command ran
+  // nowhere), outside a transaction, from a monitored member.
+  bool AnsweredAsFormerPrimary(std::span<const uint8_t> reply_document) const;
+  // Reports the member and sends request_ to the member chosen now.
+  awaitable<bool> ResendToNewPrimary();
+  awaitable<bool> EnsureDirectBackend();
+  const Member* ChooseMember(const TopologyView& view) const;
+  awaitable<bool> UseLink(const Member& member);
+  void RefreshView();
+  // After a reply from a monitored backend: pins its cursor or transaction,
+  // reports a former primary.
+  void NoteReply(std::span<const uint8_t> reply_document, bool failed);
   // Runs the plan and counts it in the rule's metrics.
   awaitable<bool> ExecutePlan(const wire::Request& request, Plan& plan);
   awaitable<bool> RunPlan(const wire::Request& request, Plan& plan);
@@ -73,6 +104,9 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<std::optional<ShapedReply>> RunCommands(const wire::Request& request, Plan plan);
   // Sends one command to the backend and reads its reply document.
   awaitable<std::optional<Doc>> RoundTrip(const BackendCommand& command);
+  // RoundTrip, sent again to the new primary when the member answers that
+  // it is no longer the primary (the command did not run).
+  awaitable<std::optional<Doc>> RoundTripToPrimary(const BackendCommand& command);
   awaitable<std::optional<bool>> CollectionExists(const BackendCommand& command);
   awaitable<bool> SendReply(const wire::Request& request, const Doc& reply);
   // Every message to the client goes through here (bytes_sent).
@@ -82,7 +116,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReleaseLargeBuffers();
 
   MessageStream client_;
-  std::unique_ptr<MessageStream> backend_;
+  std::vector<Link> links_;
+  MessageStream* backend_ = nullptr;  // the link the request in progress uses
+  std::string backend_address_;       // its member
+  std::optional<RequestRoute> route_;  // the request in progress, monitored backends only
+  std::shared_ptr<const TopologyView> view_;
+  uint64_t view_version_ = 0;
+  uint32_t random_ = 0;
   Shared shared_;
   Capabilities capabilities_;
   const uint64_t id_;
