@@ -1,8 +1,10 @@
 #include "proxy/mongos_persona.h"
 
+#include <cstring>
 #include <string>
 
 #include "common/error_code.h"
+#include "proxy/bson_walk.h"
 
 namespace remold {
 namespace {
@@ -54,16 +56,20 @@ std::optional<Doc> AnswerAsMongos(const wire::Request& request, const TopologyVi
   if (command != "listShards" && command != "isdbgrid" && command != "find") return std::nullopt;
   if (view && view->kind == TopologyKind::kSharded) return std::nullopt;
   if (request.is_legacy()) return std::nullopt;
+  // Every find comes here: its first element decides before libbson is used.
+  if (command == "find") {
+    bool on_shards = false;
+    wire::WalkTopLevel(request.command_document, [&on_shards](const wire::BsonElement& first) {
+      // A string: int32 length (with the NUL), then the bytes.
+      on_shards = first.type == 0x02 && first.value.size() == 4 + 7 &&
+                  std::memcmp(first.value.data() + 4, "shards", 7) == 0;
+      return false;
+    });
+    if (!on_shards) return std::nullopt;
+  }
   bson_t body;
   if (!bson_init_static(&body, request.command_document.data(), request.command_document.size()))
     return std::nullopt;
-  // Every find comes here: its first element decides before $db is looked for.
-  if (command == "find") {
-    bson_iter_t first;
-    if (!bson_iter_init(&first, &body) || !bson_iter_next(&first) || !BSON_ITER_HOLDS_UTF8(&first) ||
-        std::string_view(bson_iter_utf8(&first, nullptr)) != "shards")
-      return std::nullopt;
-  }
   const std::string db = FindString(&body, "$db").value_or("");
   Doc reply;
   if (command == "find") {

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <string_view>
 
 #include "common/doc.h"
+#include "proxy/bson_walk.h"
 
 namespace remold {
 namespace {
@@ -47,12 +49,11 @@ bool Writes(std::string_view command, const bson_t* body) {
   return false;
 }
 
-int64_t CursorIdOf(std::string_view command, const bson_t* body) {
-  if (command == "getMore") {
-    std::optional<bson_iter_t> id = Find(body, "getMore");
-    return id && BSON_ITER_HOLDS_INT64(&*id) ? bson_iter_int64(&*id) : 0;
-  }
-  std::optional<bson_iter_t> cursors = Find(body, "cursors");
+// The first id of a killCursors command's `cursors`.
+int64_t FirstCursorToKill(std::span<const uint8_t> command_document) {
+  bson_t body;
+  if (!bson_init_static(&body, command_document.data(), command_document.size())) return 0;
+  std::optional<bson_iter_t> cursors = Find(&body, "cursors");
   int64_t first = 0;
   if (cursors && BSON_ITER_HOLDS_ARRAY(&*cursors))
     ForEachChild(*cursors, [&](std::string_view, const bson_iter_t& id) {
@@ -70,46 +71,48 @@ std::variant<RequestRoute, SelectionError> RouteOf(const wire::Request& request,
     route.kind = RequestRoute::Kind::kHandshake;
     return route;
   }
-  bson_t body;
-  if (request.is_legacy() ||
-      !bson_init_static(&body, request.command_document.data(), request.command_document.size()))
-    return route;
+  if (request.is_legacy()) return route;
   const std::string_view command = request.command;
-  if (command == "getMore" || command == "killCursors") {
-    route.kind = RequestRoute::Kind::kCursor;
-    route.cursor_id = CursorIdOf(command, &body);
-  }
-  // One walk for the fields that matter to routing.
-  bson_iter_t it;
-  std::optional<bson_iter_t> preference;
+  const bool cursor_command = command == "getMore" || command == "killCursors";
+  // One walk for the fields that matter to routing (this runs for every
+  // request): libbson only for the rare ones.
+  std::span<const uint8_t> preference;
+  std::span<const uint8_t> lsid;
   bool in_transaction = false;
-  bson_iter_t lsid;
-  bool has_lsid = false;
-  if (bson_iter_init(&it, &body)) {
-    while (bson_iter_next(&it)) {
-      const char* key = bson_iter_key(&it);
-      if (key[0] == '$' && std::string_view(key) == "$readPreference") preference = it;
-      else if (key[0] == 'a' && std::string_view(key) == "autocommit") in_transaction = !bson_iter_as_bool(&it);
-      else if (key[0] == 's' && std::string_view(key) == "startTransaction") route.starts_transaction = bson_iter_as_bool(&it);
-      else if (key[0] == 'l' && std::string_view(key) == "lsid" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        lsid = it;
-        has_lsid = true;
-      }
+  const bool well_formed = wire::WalkTopLevel(request.command_document, [&](const wire::BsonElement& element) {
+    const std::string_view key = element.key;
+    if (key == "$readPreference") {
+      preference = element.value;
+    } else if (key == "lsid") {
+      if (element.type == 0x03) lsid = element.value;
+    } else if (key == "autocommit") {
+      in_transaction = element.type == 0x08 && element.value[0] == 0;
+    } else if (key == "startTransaction") {
+      route.starts_transaction = element.type == 0x08 && element.value[0] == 1;
+    } else if (key == "getMore" && element.type == 0x12) {
+      std::memcpy(&route.cursor_id, element.value.data(), sizeof route.cursor_id);
     }
+    return true;
+  });
+  if (!well_formed) return route;
+  if (in_transaction && !lsid.empty()) route.transaction.assign(reinterpret_cast<const char*>(lsid.data()), lsid.size());
+  if (cursor_command) {
+    route.kind = RequestRoute::Kind::kCursor;
+    if (command == "killCursors") route.cursor_id = FirstCursorToKill(request.command_document);
+    return route;
   }
-  if (in_transaction && has_lsid) {
-    uint32_t length = 0;
-    const uint8_t* data = nullptr;
-    bson_iter_document(&lsid, &length, &data);
-    route.transaction.assign(reinterpret_cast<const char*>(data), length);
-  }
-  if (route.kind == RequestRoute::Kind::kCursor) return route;
   route.may_open_cursor = command == "find" || command == "aggregate" || command == "listCollections" ||
                           command == "listIndexes";
-  if (!preference) return route;
-  std::variant<ReadPreference, SelectionError> parsed = ParseReadPreference(*preference, heartbeat);
+  if (preference.empty()) return route;
+  // The value as a document of its own, {$readPreference: value}, for libbson.
+  bson_t body;
+  bson_iter_t value;
+  if (!bson_init_static(&body, request.command_document.data(), request.command_document.size()) ||
+      !bson_iter_init_find(&value, &body, "$readPreference"))
+    return route;
+  std::variant<ReadPreference, SelectionError> parsed = ParseReadPreference(value, heartbeat);
   if (auto* error = std::get_if<SelectionError>(&parsed)) return *error;
-  route.preference = std::get<ReadPreference>(parsed);
+  route.preference = std::get<ReadPreference>(std::move(parsed));
   // A transaction reads from its primary; writes go there whatever is asked.
   if (!route.preference.is_primary() && route.transaction.empty() && IsRead(command) &&
       !Writes(command, &body))

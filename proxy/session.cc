@@ -183,7 +183,9 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
       }
     }
   }
-  const Routed routed = co_await UseBackend(request);
+  // The common path opens no coroutine frame: the member's connection is open.
+  Routed routed = Routed::kReady;
+  if (!UseOpenBackend()) routed = co_await UseBackend(request);
   switch (routed) {
     case Routed::kReady: break;
     case Routed::kRefused: co_return true;
@@ -334,6 +336,7 @@ const Member* Session::ChooseMember(const TopologyView& view) const {
 }
 
 awaitable<bool> Session::UseLink(const Member& member) {
+  if (backend_ && backend_address_ == member.address) co_return true;
   for (Link& link : links_) {
     if (link.address == member.address) {
       backend_ = link.stream.get();
@@ -348,6 +351,27 @@ awaitable<bool> Session::UseLink(const Member& member) {
   backend_address_ = member.address;
   links_.push_back(Link{member.address, std::move(stream)});
   co_return true;
+}
+
+bool Session::UseOpenBackend() {
+  if (!shared_.topology) {
+    if (!backend_) return false;
+    return true;
+  }
+  RefreshView();
+  const Member* member = ChooseMember(*view_);
+  if (!member) return false;
+  if (!backend_ || backend_address_ != member->address) {
+    auto open = std::find_if(links_.begin(), links_.end(), [member](const Link& link) {
+      return link.address == member->address;
+    });
+    if (open == links_.end()) return false;
+    backend_ = open->stream.get();
+    backend_address_ = member->address;
+  }
+  if (route_->kind != RequestRoute::Kind::kHandshake)
+    metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(member->kind));
+  return true;
 }
 
 awaitable<Session::Routed> Session::UseBackend(const wire::Request& request) {
@@ -373,16 +397,16 @@ awaitable<Session::Routed> Session::SelectBackend() {
     const bool connected = co_await EnsureDirectBackend();
     co_return connected ? Routed::kReady : Routed::kLost;
   }
-  const Clock::time_point deadline = Clock::now() + shared_.backend.server_selection_timeout;
+  std::optional<Clock::time_point> deadline;  // set once the first choice fails
   for (;;) {
     RefreshView();
-    if (const Member* member = ChooseMember(*view_)) {
-      // Copied: the view may be replaced while the connection opens.
-      const Member chosen = *member;
-      const bool linked = co_await UseLink(chosen);
+    // Held: the member stays valid while its connection opens.
+    const std::shared_ptr<const TopologyView> view = view_;
+    if (const Member* member = ChooseMember(*view)) {
+      const bool linked = co_await UseLink(*member);
       if (linked) {
         if (route_->kind != RequestRoute::Kind::kHandshake)
-          metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(chosen.kind));
+          metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(member->kind));
         co_return Routed::kReady;
       }
     } else if (view_->scanned && std::none_of(view_->members.begin(), view_->members.end(),
@@ -392,7 +416,8 @@ awaitable<Session::Routed> Session::SelectBackend() {
       const bool connected = co_await EnsureDirectBackend();
       co_return connected ? Routed::kReady : Routed::kLost;
     }
-    if (Clock::now() >= deadline) co_return Routed::kRefused;
+    if (!deadline) deadline = Clock::now() + shared_.backend.server_selection_timeout;
+    if (Clock::now() >= *deadline) co_return Routed::kRefused;
     const auto executor = co_await asio::this_coro::executor;
     asio::steady_timer pause(executor, std::chrono::milliseconds(view_->scanned ? 20 : 2));
     boost::system::error_code ignored;
@@ -478,7 +503,9 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
     spdlog::debug("session {}: rule {} answered {} itself", id_, plan.rule, request.command);
     co_return co_await SendReply(request, *plan.immediate_reply);
   }
-  const Routed routed = co_await UseBackend(request);
+  // The common path opens no coroutine frame: the member's connection is open.
+  Routed routed = Routed::kReady;
+  if (!UseOpenBackend()) routed = co_await UseBackend(request);
   switch (routed) {
     case Routed::kReady: break;
     case Routed::kRefused: co_return true;

@@ -78,6 +78,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // only backend with directConnection=true), waiting up to the backend's
   // serverSelectionTimeoutMS for one; refuses the request when none comes.
   awaitable<Routed> UseBackend(const wire::Request& request);
+  // UseBackend when the member chosen has a connection open already: no
+  // waiting, no connecting. False when it would need either.
+  bool UseOpenBackend();
   // The same without the reply: kRefused when no member came in time.
   awaitable<Routed> SelectBackend();
   // A reply saying the member is no longer the primary (the command ran

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Instructions remold executes per forwarded find_by_id, deterministic where
+# throughput is noisy: remold runs under callgrind (--threads 1) in front of
+# mongo-java-server, serves N1 then N2 requests in two runs, and the
+# difference of the totals divided by N2 - N1 is printed. Every thread of
+# the process counts, the backend monitor's included.
+#
+# Usage: bash bench/instructions_per_request.sh [BUILD_DIR] [URI_OPTIONS]
+#   URI_OPTIONS is appended to the backend URI after '?', for example
+#   directConnection=true. N1/N2 default to 200/2200 (REMOLD_IR_N1/_N2).
+set -euo pipefail
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${1:-build}
+[[ $BUILD = /* ]] || BUILD=$PWD/$BUILD
+OPTIONS=${2:-}
+N1=${REMOLD_IR_N1:-200}
+N2=${REMOLD_IR_N2:-2200}
+PYTHON=${PYTHON:-$SRC/.venv/bin/python}
+command -v valgrind > /dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/remold-ir.XXXXXX")
+BACKEND_PID=""
+cleanup() {
+  exec 3>&- 2>/dev/null || true
+  [[ -n $BACKEND_PID ]] && { kill -TERM "$BACKEND_PID" 2>/dev/null || true; wait "$BACKEND_PID" 2>/dev/null || true; }
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+mkfifo "$WORK/backend.in"
+(cd "$SRC" && java -cp 'tests/backend/lib/*:tests/backend/classes' Launcher 127.0.0.1 0 \
+   < "$WORK/backend.in" > "$WORK/backend.out" 2>&1) &
+BACKEND_PID=$!
+exec 3> "$WORK/backend.in"
+for _ in $(seq 600); do grep -q '^listening ' "$WORK/backend.out" 2>/dev/null && break; sleep 0.1; done
+BACKEND=$(sed -n 's/^listening //p' "$WORK/backend.out")
+[[ -n $BACKEND ]] || { cat "$WORK/backend.out" >&2; exit 1; }
+URI="mongodb://$BACKEND/${OPTIONS:+?$OPTIONS}"
+
+# total_instructions N: remold under callgrind serving N find_by_id.
+total_instructions() {
+  rm -f "$WORK"/callgrind.*
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.%p" \
+    "$BUILD/remold" serve --threads 1 --backend "$URI" --listen 127.0.0.1:0 --log-level warn \
+    > "$WORK/remold.out" 2> "$WORK/remold.err" &
+  local pid=$!
+  for _ in $(seq 300); do grep -q '^remold listening on ' "$WORK/remold.out" 2>/dev/null && break; sleep 0.1; done
+  local port
+  port=$(sed -n 's/^remold listening on .*:\([0-9]*\)$/\1/p' "$WORK/remold.out")
+  [[ -n $port ]] || { cat "$WORK/remold.err" >&2; exit 1; }
+  sleep 2  # startup settles (libmongoc initialisation, first heartbeats)
+  (cd "$SRC/tests/e2e/python" && "$PYTHON" - "$port" "$1" <<'PY'
+import sys
+import wire
+port, count = int(sys.argv[1]), int(sys.argv[2])
+with wire.connect("127.0.0.1", port) as sock:
+    wire.command(sock, {"insert": "c", "documents": [{"_id": i, "v": "x" * 100} for i in range(100)],
+                        "ordered": False}, db="remold_ir")
+    for i in range(count):
+        reply = wire.command(sock, {"find": "c", "filter": {"_id": i % 100}, "limit": 1,
+                                    "singleBatch": True}, db="remold_ir")
+        assert reply["ok"] == 1 and len(reply["cursor"]["firstBatch"]) == 1, reply
+PY
+  )
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+  grep -h '^summary\|^totals' "$WORK"/callgrind.* | awk '{total += $2} END {print total}'
+}
+
+first=$(total_instructions "$N1")
+second=$(total_instructions "$N2")
+echo "backend $URI"
+echo "instructions per find_by_id: $(( (second - first) / (N2 - N1) )) ($N1 requests: $first, $N2 requests: $second)"
