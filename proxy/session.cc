@@ -4,13 +4,11 @@
 
 #include <string_view>
 
-#include "proxy/backend_connector.h"
 #include "proxy/error_reply.h"
 #include "proxy/handshake.h"
 #include "proxy/mongos_persona.h"
 #include "proxy/op_compressed.h"
 #include "proxy/op_msg.h"
-#include "proxy/reply_errors.h"
 #include "proxy/wire_format.h"
 #include "rewrite/command_namespace.h"
 #include "rewrite/cursor_reply.h"
@@ -61,9 +59,10 @@ bool HasMoreToCome(const std::vector<uint8_t>& reply) {
 }  // namespace
 
 Session::Session(tcp::socket client, Shared shared, uint64_t id)
-    : client_(std::move(client)), shared_(shared), id_(id) {
-  random_ = static_cast<uint32_t>(id * 2654435761u);  // spreads sessions over equal members
-}
+    : client_(std::move(client)),
+      links_(BackendLinks::Shared{shared.backend, shared.policy, shared.topology, shared.pins}, id),
+      shared_(shared),
+      id_(id) {}
 
 void Session::Drain() {
   draining_ = true;
@@ -74,7 +73,7 @@ void Session::Drain() {
 
 void Session::Abort() {
   client_.Close();
-  for (Link& link : links_) link.stream->Close();
+  links_.CloseAll();
 }
 
 awaitable<void> Session::Run() {
@@ -169,9 +168,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
     route_ = std::get<RequestRoute>(std::move(route));
   }
   if (request.command == "listShards" || request.command == "isdbgrid" || request.command == "find") {
-    if (shared_.topology) RefreshView();
-    if (std::optional<Doc> answer = AnswerAsMongos(request, shared_.topology ? view_.get() : nullptr,
-                                                   shared_.backend))
+    if (std::optional<Doc> answer = AnswerAsMongos(request, links_.view(), shared_.backend))
       co_return co_await SendReply(request, *answer);
   }
   if (std::shared_ptr<const RuleSet> rules = shared_.rules.Load(); !rules->empty()) {
@@ -192,7 +189,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
     case Routed::kLost: co_return false;
   }
   forwarded_at_ = Clock::now();
-  if (!co_await backend_->Write(request_)) {
+  if (!co_await links_.current().Write(request_)) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
     metrics_->CountConnectionError(ConnectionError::kBackendLost);
     co_return false;
@@ -207,7 +204,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
 awaitable<bool> Session::RelayReplies(const wire::Request& request) {
   int resent = 0;
   for (bool first = true;;) {
-    if (co_await backend_->Read(reply_) != ReadStatus::kOk) {
+    if (co_await links_.current().Read(reply_) != ReadStatus::kOk) {
       spdlog::warn("session {}: backend connection lost while awaiting a reply", id_);
       metrics_->CountConnectionError(ConnectionError::kBackendLost);
       co_return false;
@@ -215,14 +212,14 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
     // Handshakes are left out: an awaitable hello waits by design.
     if (!request.is_handshake) {
       if (first) metrics_->backend_roundtrip.Observe(Clock::now() - forwarded_at_);
-      if (first && resent < kMaxResends && AnsweredAsFormerPrimary(OpMsgBody(reply_))) {
+      if (first && resent < kMaxResends && links_.AnsweredAsFormerPrimary(route_, OpMsgBody(reply_))) {
         ++resent;
         const bool resent_ok = co_await ResendToNewPrimary();
         if (resent_ok) continue;  // its reply is the client's
       }
       const bool failed = GlobalMetrics().CountReplyErrors(OpMsgBody(reply_));
       if (failed) request_failed_ = true;
-      if (route_) NoteReply(OpMsgBody(reply_), failed);
+      if (route_) links_.NoteReply(*route_, OpMsgBody(reply_), failed);
     }
     first = false;
     const bool more = HasMoreToCome(reply_);
@@ -232,22 +229,15 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
   }
 }
 
-bool Session::AnsweredAsFormerPrimary(std::span<const uint8_t> reply_document) const {
-  if (!route_ || !route_->transaction.empty() || backend_address_.empty()) return false;
-  std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
-  // Both codes mean the member ran nothing: sending the command again is
-  // what a driver's retry does, without the round trip to the client.
-  return errors && errors->failed && errors->code && (*errors->code == 10107 || *errors->code == 13435);
-}
-
 awaitable<bool> Session::ResendToNewPrimary() {
   spdlog::info("session {}: {} answered as a former primary; sending the request to the new primary", id_,
-               backend_address_);
-  shared_.topology->ReportNotPrimary(backend_address_);
-  const Routed routed = co_await SelectBackend();
-  if (routed != Routed::kReady) co_return false;
+               links_.current_address());
+  links_.ReportFormerPrimary();
+  const BackendLinks::Choice choice = co_await links_.Use(route_);
+  if (choice != BackendLinks::Choice::kReady) co_return false;
+  CountRoute();
   forwarded_at_ = Clock::now();
-  const bool sent = co_await backend_->Write(request_);
+  const bool sent = co_await links_.current().Write(request_);
   co_return sent;
 }
 
@@ -280,103 +270,27 @@ awaitable<bool> Session::WriteToClient(std::span<const uint8_t> message) {
   co_return co_await client_.Write(message);
 }
 
-awaitable<bool> Session::EnsureDirectBackend() {
-  for (Link& link : links_) {
-    if (link.address.empty()) {
-      backend_ = link.stream.get();
-      backend_address_.clear();
-      co_return true;
-    }
-  }
-  std::unique_ptr<MessageStream> stream = co_await ConnectBackend(shared_.backend, shared_.policy.backend_tls());
-  if (!stream) {
-    spdlog::warn("session {}: no backend reachable; closing the client connection", id_);
-    metrics_->CountConnectionError(ConnectionError::kBackendUnreachable);
-    co_return false;
-  }
-  backend_ = stream.get();
-  backend_address_.clear();
-  links_.push_back(Link{"", std::move(stream)});
-  co_return true;
-}
-
-void Session::RefreshView() {
-  if (view_ && view_version_ == shared_.topology->version()) return;
-  view_version_ = shared_.topology->version();
-  view_ = shared_.topology->View();
-}
-
-const Member* Session::ChooseMember(const TopologyView& view) const {
-  const RequestRoute& route = *route_;
-  const uint32_t random = random_;
-  auto pinned = [&](const RoutePins& pins, const std::string& key) -> const Member* {
-    std::optional<std::string> address = pins.Find(key);
-    return address ? view.Find(*address) : nullptr;
-  };
-  if (view.kind == TopologyKind::kSingle) return SelectForWrite(view, random);
-  if (!route.transaction.empty() && !route.starts_transaction) {
-    if (const Member* member = pinned(shared_.pins->transactions, route.transaction)) return member;
-  }
-  switch (route.kind) {
-    case RequestRoute::Kind::kCursor:
-      if (const Member* member = pinned(shared_.pins->cursors, RoutePins::CursorKey(route.cursor_id)))
-        return member;
-      return SelectForWrite(view, random);
-    case RequestRoute::Kind::kRead:
-      return SelectForRead(view, route.preference, random);
-    case RequestRoute::Kind::kHandshake:
-      if (const Member* member = SelectForWrite(view, random)) return member;
-      for (const Member& member : view.members)
-        if (member.data_bearing()) return &member;
-      return nullptr;
-    case RequestRoute::Kind::kPrimary:
-      return SelectForWrite(view, random);
-  }
-  return nullptr;
-}
-
-awaitable<bool> Session::UseLink(const Member& member) {
-  if (backend_ && backend_address_ == member.address) co_return true;
-  for (Link& link : links_) {
-    if (link.address == member.address) {
-      backend_ = link.stream.get();
-      backend_address_ = member.address;
-      co_return true;
-    }
-  }
-  std::unique_ptr<MessageStream> stream =
-      co_await ConnectBackendHost(member.host, shared_.backend, shared_.policy.backend_tls());
-  if (!stream) co_return false;
-  backend_ = stream.get();
-  backend_address_ = member.address;
-  links_.push_back(Link{member.address, std::move(stream)});
-  co_return true;
-}
-
 bool Session::UseOpenBackend() {
-  if (!shared_.topology) {
-    if (!backend_) return false;
-    return true;
-  }
-  RefreshView();
-  const Member* member = ChooseMember(*view_);
-  if (!member) return false;
-  if (!backend_ || backend_address_ != member->address) {
-    auto open = std::find_if(links_.begin(), links_.end(), [member](const Link& link) {
-      return link.address == member->address;
-    });
-    if (open == links_.end()) return false;
-    backend_ = open->stream.get();
-    backend_address_ = member->address;
-  }
-  if (route_->kind != RequestRoute::Kind::kHandshake)
-    metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(member->kind));
+  if (!links_.UseOpen(route_)) return false;
+  CountRoute();
   return true;
 }
 
+void Session::CountRoute() {
+  if (route_ && route_->kind != RequestRoute::Kind::kHandshake)
+    metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(links_.current_kind()));
+}
+
 awaitable<Session::Routed> Session::UseBackend(const wire::Request& request) {
-  const Routed routed = co_await SelectBackend();
-  if (routed != Routed::kRefused) co_return routed;
+  const BackendLinks::Choice choice = co_await links_.Use(route_);
+  if (choice == BackendLinks::Choice::kReady) {
+    CountRoute();
+    co_return Routed::kReady;
+  }
+  if (choice == BackendLinks::Choice::kLost) {
+    metrics_->CountConnectionError(ConnectionError::kBackendUnreachable);
+    co_return Routed::kLost;
+  }
   if (request.is_handshake) co_return Routed::kLost;
   std::string wanted = route_->kind == RequestRoute::Kind::kRead
                            ? std::string(ReadPreferenceModeName(route_->preference.mode))
@@ -387,42 +301,9 @@ awaitable<Session::Routed> Session::UseBackend(const wire::Request& request) {
   const wire::WireError refusal{
       ErrorCode{133, "FailedToSatisfyReadPreference"},
       "Could not find host matching read preference { mode: \"" + wanted + "\" } for set " +
-          (view_->set_name.empty() ? "remold backend" : view_->set_name)};
+          (links_.view()->set_name.empty() ? "remold backend" : links_.view()->set_name)};
   co_await ReplyWithError(request, refusal);
   co_return Routed::kRefused;
-}
-
-awaitable<Session::Routed> Session::SelectBackend() {
-  if (!shared_.topology) {
-    const bool connected = co_await EnsureDirectBackend();
-    co_return connected ? Routed::kReady : Routed::kLost;
-  }
-  std::optional<Clock::time_point> deadline;  // set once the first choice fails
-  for (;;) {
-    RefreshView();
-    // Held: the member stays valid while its connection opens.
-    const std::shared_ptr<const TopologyView> view = view_;
-    if (const Member* member = ChooseMember(*view)) {
-      const bool linked = co_await UseLink(*member);
-      if (linked) {
-        if (route_->kind != RequestRoute::Kind::kHandshake)
-          metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(member->kind));
-        co_return Routed::kReady;
-      }
-    } else if (view_->scanned && std::none_of(view_->members.begin(), view_->members.end(),
-                                              [](const Member& m) { return m.kind != MemberKind::kUnknown; })) {
-      // No server answers the monitor: try the URI's hosts as a direct
-      // connection would, which logs why each one fails.
-      const bool connected = co_await EnsureDirectBackend();
-      co_return connected ? Routed::kReady : Routed::kLost;
-    }
-    if (!deadline) deadline = Clock::now() + shared_.backend.server_selection_timeout;
-    if (Clock::now() >= *deadline) co_return Routed::kRefused;
-    const auto executor = co_await asio::this_coro::executor;
-    asio::steady_timer pause(executor, std::chrono::milliseconds(view_->scanned ? 20 : 2));
-    boost::system::error_code ignored;
-    co_await pause.async_wait(asio::redirect_error(use_awaitable, ignored));
-  }
 }
 
 awaitable<std::optional<Doc>> Session::RoundTripToPrimary(const BackendCommand& command) {
@@ -431,40 +312,22 @@ awaitable<std::optional<Doc>> Session::RoundTripToPrimary(const BackendCommand& 
   // secondaryOk) did not run the command: once the monitor finds the new
   // primary it goes there, as a driver retries. Never inside a client's
   // transaction, which lives on its member.
-  for (int resent = 0; resent < kMaxResends && reply && AnsweredAsFormerPrimary(reply->bytes()); ++resent) {
+  for (int resent = 0; resent < kMaxResends && reply && links_.AnsweredAsFormerPrimary(route_, reply->bytes());
+       ++resent) {
     spdlog::info("session {}: {} answered as a former primary; sending a rewritten command to the new primary",
-                 id_, backend_address_);
-    shared_.topology->ReportNotPrimary(backend_address_);
-    const Routed routed = co_await SelectBackend();
-    if (routed != Routed::kReady) break;
+                 id_, links_.current_address());
+    links_.ReportFormerPrimary();
+    const BackendLinks::Choice choice = co_await links_.Use(route_);
+    if (choice != BackendLinks::Choice::kReady) break;
     reply = co_await RoundTrip(command);
   }
   co_return reply;
 }
 
-void Session::NoteReply(std::span<const uint8_t> reply_document, bool failed) {
-  const RequestRoute& route = *route_;
-  if (failed) {
-    std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
-    if (errors && errors->code && IsNotPrimaryCode(*errors->code) && !backend_address_.empty())
-      shared_.topology->ReportNotPrimary(backend_address_);
-    return;
-  }
-  if (!view_ || view_->kind == TopologyKind::kSingle || backend_address_.empty()) return;
-  if (route.kind == RequestRoute::Kind::kCursor) {
-    if (route.cursor_id != 0 && ReplyCursorId(reply_document) == 0)
-      shared_.pins->cursors.Unpin(RoutePins::CursorKey(route.cursor_id));
-  } else if (route.may_open_cursor) {
-    if (int64_t id = ReplyCursorId(reply_document)) shared_.pins->cursors.Pin(RoutePins::CursorKey(id), backend_address_);
-  }
-  if (route.starts_transaction && !route.transaction.empty())
-    shared_.pins->transactions.Pin(route.transaction, backend_address_);
-}
-
 awaitable<std::optional<Doc>> Session::RoundTrip(const BackendCommand& command) {
   std::vector<uint8_t> message = EncodeBackendCommand(command, next_backend_id_++);
   const Clock::time_point sent = Clock::now();
-  if (!co_await backend_->Write(message) || co_await backend_->Read(reply_) != ReadStatus::kOk) {
+  if (!co_await links_.current().Write(message) || co_await links_.current().Read(reply_) != ReadStatus::kOk) {
     metrics_->CountConnectionError(ConnectionError::kBackendLost);
     co_return std::nullopt;
   }

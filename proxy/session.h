@@ -1,5 +1,6 @@
 // One client connection: a coroutine that reads a request, relays it to the
-// client's own backend connection, and relays every reply back.
+// session's own connection to the backend member it is routed to
+// (proxy/backend_links.h), and relays every reply back.
 //
 // Requests are handled one at a time, as drivers send them. A request with
 // moreToCome gets no reply; a reply with moreToCome (exhaust cursor,
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "proxy/asio.h"
+#include "proxy/backend_links.h"
 #include "proxy/backend_uri.h"
 #include "proxy/compression.h"
 #include "proxy/connection_policy.h"
@@ -62,11 +64,6 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class State { kIdle, kBusy };
   // How choosing the backend member for a request ended.
   enum class Routed { kReady, kRefused, kLost };  // refused: the client got an error
-  // A backend connection, one per member the session has talked to.
-  struct Link {
-    std::string address;
-    std::unique_ptr<MessageStream> stream;
-  };
 
   awaitable<bool> Handle();
   // Handle() once the request is decoded and counted: a rule's plan, or
@@ -74,27 +71,17 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<bool> Dispatch(const wire::Request& request);
   awaitable<bool> RelayReplies(const wire::Request& request);
   awaitable<bool> ReplyWithError(const wire::Request& request, const wire::WireError& error);
-  // Makes backend_ the connection to the member `route_` goes to (the
-  // only backend with directConnection=true), waiting up to the backend's
-  // serverSelectionTimeoutMS for one; refuses the request when none comes.
+  // Makes links_.current() the connection `route_` goes to (the only one
+  // with directConnection=true), waiting up to the backend's
+  // serverSelectionTimeoutMS for a member; refuses the request with
+  // FailedToSatisfyReadPreference (133) when none comes, as mongos does.
   awaitable<Routed> UseBackend(const wire::Request& request);
-  // UseBackend when the member chosen has a connection open already: no
-  // waiting, no connecting. False when it would need either.
+  // UseBackend when the member's connection is open already (the common
+  // case): no coroutine frame. False when it would connect or wait.
   bool UseOpenBackend();
-  // The same without the reply: kRefused when no member came in time.
-  awaitable<Routed> SelectBackend();
-  // A reply saying the member is no longer the primary (the command ran
-  // nowhere), outside a transaction, from a monitored member.
-  bool AnsweredAsFormerPrimary(std::span<const uint8_t> reply_document) const;
+  void CountRoute();
   // Reports the member and sends request_ to the member chosen now.
   awaitable<bool> ResendToNewPrimary();
-  awaitable<bool> EnsureDirectBackend();
-  const Member* ChooseMember(const TopologyView& view) const;
-  awaitable<bool> UseLink(const Member& member);
-  void RefreshView();
-  // After a reply from a monitored backend: pins its cursor or transaction,
-  // reports a former primary.
-  void NoteReply(std::span<const uint8_t> reply_document, bool failed);
   // Runs the plan and counts it in the rule's metrics.
   awaitable<bool> ExecutePlan(const wire::Request& request, Plan& plan);
   awaitable<bool> RunPlan(const wire::Request& request, Plan& plan);
@@ -119,13 +106,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReleaseLargeBuffers();
 
   MessageStream client_;
-  std::vector<Link> links_;
-  MessageStream* backend_ = nullptr;  // the link the request in progress uses
-  std::string backend_address_;       // its member
+  BackendLinks links_;
   std::optional<RequestRoute> route_;  // the request in progress, monitored backends only
-  std::shared_ptr<const TopologyView> view_;
-  uint64_t view_version_ = 0;
-  uint32_t random_ = 0;
   Shared shared_;
   Capabilities capabilities_;
   const uint64_t id_;

@@ -1,0 +1,168 @@
+#include "proxy/backend_links.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "proxy/backend_connector.h"
+#include "proxy/reply_errors.h"
+
+namespace remold {
+
+BackendLinks::BackendLinks(Shared shared, uint64_t session_id)
+    : shared_(shared), session_id_(session_id), random_(static_cast<uint32_t>(session_id * 2654435761u)) {}
+
+const TopologyView* BackendLinks::view() {
+  if (!shared_.topology) return nullptr;
+  if (!view_ || view_version_ != shared_.topology->version()) {
+    view_version_ = shared_.topology->version();
+    view_ = shared_.topology->View();
+  }
+  return view_.get();
+}
+
+const Member* BackendLinks::Choose(const TopologyView& view, const RequestRoute& route) const {
+  auto pinned = [&view](const RoutePins& pins, const std::string& key) -> const Member* {
+    std::optional<std::string> address = pins.Find(key);
+    return address ? view.Find(*address) : nullptr;
+  };
+  if (view.kind == TopologyKind::kSingle) return SelectForWrite(view, random_);
+  if (!route.transaction.empty() && !route.starts_transaction) {
+    if (const Member* member = pinned(shared_.pins->transactions, route.transaction)) return member;
+  }
+  switch (route.kind) {
+    case RequestRoute::Kind::kCursor:
+      if (const Member* member = pinned(shared_.pins->cursors, RoutePins::CursorKey(route.cursor_id)))
+        return member;
+      return SelectForWrite(view, random_);
+    case RequestRoute::Kind::kRead:
+      return SelectForRead(view, route.preference, random_);
+    case RequestRoute::Kind::kHandshake:
+      if (const Member* member = SelectForWrite(view, random_)) return member;
+      for (const Member& member : view.members)
+        if (member.data_bearing()) return &member;
+      return nullptr;
+    case RequestRoute::Kind::kPrimary:
+      return SelectForWrite(view, random_);
+  }
+  return nullptr;
+}
+
+bool BackendLinks::UseOpenLink(const std::string& address, MemberKind kind) {
+  if (!current_ || current_address_ != address) {
+    auto open = std::find_if(links_.begin(), links_.end(), [&address](const Link& link) {
+      return link.address == address;
+    });
+    if (open == links_.end()) return false;
+    current_ = open->stream.get();
+    current_address_ = address;
+  }
+  current_kind_ = kind;
+  return true;
+}
+
+bool BackendLinks::UseOpen(const std::optional<RequestRoute>& route) {
+  if (!shared_.topology) return current_ != nullptr;
+  const TopologyView* now = view();
+  const Member* member = Choose(*now, *route);
+  return member && UseOpenLink(member->address, member->kind);
+}
+
+awaitable<BackendLinks::Choice> BackendLinks::Use(const std::optional<RequestRoute>& route) {
+  using Clock = std::chrono::steady_clock;
+  if (!shared_.topology) {
+    const bool connected = co_await ConnectDirect();
+    co_return connected ? Choice::kReady : Choice::kLost;
+  }
+  std::optional<Clock::time_point> deadline;  // set once the first choice fails
+  for (;;) {
+    view();
+    // Held: the member stays valid while its connection opens.
+    const std::shared_ptr<const TopologyView> held = view_;
+    if (const Member* member = Choose(*held, *route)) {
+      if (UseOpenLink(member->address, member->kind)) co_return Choice::kReady;
+      const bool connected = co_await Connect(*member);
+      if (connected) co_return Choice::kReady;
+    } else if (held->scanned && std::none_of(held->members.begin(), held->members.end(), [](const Member& m) {
+                 return m.kind != MemberKind::kUnknown;
+               })) {
+      // No server answers the monitor: connect as directConnection=true
+      // would, which logs why each host fails.
+      const bool connected = co_await ConnectDirect();
+      co_return connected ? Choice::kReady : Choice::kLost;
+    }
+    if (!deadline) deadline = Clock::now() + shared_.backend.server_selection_timeout;
+    if (Clock::now() >= *deadline) co_return Choice::kNoMember;
+    const auto executor = co_await asio::this_coro::executor;
+    asio::steady_timer pause(executor, std::chrono::milliseconds(held->scanned ? 20 : 2));
+    boost::system::error_code ignored;
+    co_await pause.async_wait(asio::redirect_error(use_awaitable, ignored));
+  }
+}
+
+awaitable<bool> BackendLinks::Connect(const Member& member) {
+  // Copied: the caller's view may be replaced while the connection opens.
+  const std::string address = member.address;
+  const MemberKind kind = member.kind;
+  std::unique_ptr<MessageStream> stream =
+      co_await ConnectBackendHost(member.host, shared_.backend, shared_.policy.backend_tls());
+  if (!stream) co_return false;
+  current_ = stream.get();
+  current_address_ = address;
+  current_kind_ = kind;
+  links_.push_back(Link{address, std::move(stream)});
+  co_return true;
+}
+
+awaitable<bool> BackendLinks::ConnectDirect() {
+  if (UseOpenLink("", MemberKind::kUnknown)) co_return true;
+  std::unique_ptr<MessageStream> stream = co_await ConnectBackend(shared_.backend, shared_.policy.backend_tls());
+  if (!stream) {
+    spdlog::warn("session {}: no backend reachable; closing the client connection", session_id_);
+    co_return false;
+  }
+  current_ = stream.get();
+  current_address_.clear();
+  current_kind_ = MemberKind::kUnknown;
+  links_.push_back(Link{"", std::move(stream)});
+  co_return true;
+}
+
+void BackendLinks::NoteReply(const RequestRoute& route, std::span<const uint8_t> reply_document, bool failed) {
+  if (current_address_.empty()) return;
+  if (failed) {
+    std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
+    if (errors && errors->code && IsNotPrimaryCode(*errors->code)) ReportFormerPrimary();
+    return;
+  }
+  if (!view_ || view_->kind == TopologyKind::kSingle) return;
+  if (route.kind == RequestRoute::Kind::kCursor) {
+    if (route.cursor_id != 0 && ReplyCursorId(reply_document) == 0)
+      shared_.pins->cursors.Unpin(RoutePins::CursorKey(route.cursor_id));
+  } else if (route.may_open_cursor) {
+    if (int64_t id = ReplyCursorId(reply_document))
+      shared_.pins->cursors.Pin(RoutePins::CursorKey(id), current_address_);
+  }
+  if (route.starts_transaction && !route.transaction.empty())
+    shared_.pins->transactions.Pin(route.transaction, current_address_);
+}
+
+bool BackendLinks::AnsweredAsFormerPrimary(const std::optional<RequestRoute>& route,
+                                           std::span<const uint8_t> reply_document) const {
+  if (!route || !route->transaction.empty() || current_address_.empty()) return false;
+  std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
+  // Both codes mean the member ran nothing: sending the command again is
+  // what a driver's retry does, without the round trip to the client.
+  return errors && errors->failed && errors->code && (*errors->code == 10107 || *errors->code == 13435);
+}
+
+void BackendLinks::ReportFormerPrimary() {
+  if (shared_.topology && !current_address_.empty()) shared_.topology->ReportNotPrimary(current_address_);
+}
+
+void BackendLinks::CloseAll() {
+  for (Link& link : links_) link.stream->Close();
+}
+
+}  // namespace remold
