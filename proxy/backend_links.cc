@@ -10,8 +10,20 @@
 
 namespace remold {
 
+namespace {
+
+// splitmix64's finaliser: consecutive session ids give unrelated draws.
+uint32_t Scramble(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<uint32_t>((x ^ (x >> 31)) >> 32);
+}
+
+}  // namespace
+
 BackendLinks::BackendLinks(Shared shared, uint64_t session_id)
-    : shared_(shared), session_id_(session_id), random_(static_cast<uint32_t>(session_id * 2654435761u)) {}
+    : shared_(shared), session_id_(session_id), random_(Scramble(session_id)) {}
 
 const TopologyView* BackendLinks::view() {
   if (!shared_.topology) return nullptr;

@@ -10,6 +10,8 @@ writes (NotWritablePrimary, 10107) and reads without secondaryOk
 (NotPrimaryNoSecondaryOk, 13435), as mongod does. Tests can also kill a member
 (``stop``/``start``), slow it (``delay``), tag it and make it stale
 (``set_tags``, ``set_lag``), and see what reached each stand-in (``counts``).
+With ``mongos=True`` the members answer as a sharded cluster's routers
+(``msg: "isdbgrid"``) instead.
 
 Limits:
 
@@ -442,7 +444,7 @@ class ShimMember:
 
     def _refusal(self, request: _Request) -> Optional[dict]:
         with self._rs._cond:
-            primary = self.role == "primary"
+            primary = self.role in ("primary", "mongos")
         if primary:
             return None
         if request.is_write():
@@ -498,9 +500,11 @@ class ShimMember:
         now = datetime.datetime.now(datetime.timezone.utc)
         reply: dict = {}
         if request.name == "hello":
-            reply["isWritablePrimary"] = self.role == "primary"
+            reply["isWritablePrimary"] = self.role in ("primary", "mongos")
         else:
-            reply["ismaster"] = self.role == "primary"
+            reply["ismaster"] = self.role in ("primary", "mongos")
+        if self.role == "mongos":
+            return self._mongos_hello_locked(request, reply, now, connection_id)
         reply["secondary"] = self.role == "secondary"
         reply["setName"] = rs.set_name
         reply["setVersion"] = 1
@@ -531,6 +535,21 @@ class ShimMember:
         return reply
 
 
+    def _mongos_hello_locked(self, request: _Request, reply: dict, now, connection_id: int) -> dict:
+        reply["msg"] = "isdbgrid"
+        reply["topologyVersion"] = {"processId": self.process_id, "counter": Int64(self.counter)}
+        for key in HELLO_KEEP:
+            if key in self._stand_in_hello:
+                reply[key] = self._stand_in_hello[key]
+        reply.setdefault("logicalSessionTimeoutMinutes", 30)
+        reply["localTime"] = now
+        reply["connectionId"] = connection_id
+        if "helloOk" in request.doc:
+            reply["helloOk"] = True
+        reply["ok"] = 1.0
+        return reply
+
+
 class ShimReplicaSet:
     """``size`` stand-ins, each behind a shim acting as a replica-set member.
 
@@ -538,10 +557,14 @@ class ShimReplicaSet:
     manager or call ``close()``; ``close()`` is also registered with atexit.
     """
 
-    def __init__(self, size: int = 3, set_name: str = "rs0"):
+    def __init__(self, size: int = 3, set_name: str = "rs0", mongos: bool = False):
+        """``mongos=True``: every member answers hello as a mongos instead
+        (``msg: "isdbgrid"``, always writable, no set fields), so the set
+        stands for a sharded cluster's routers; step_up/step_down do not apply."""
         if size < 1:
             raise ValueError("a replica set needs at least one member")
         self.set_name = set_name
+        self.mongos = mongos
         self.members: list[ShimMember] = []
         self._cond = threading.Condition()
         self._term = 1
@@ -600,14 +623,17 @@ class ShimReplicaSet:
         with self._cond:
             for member in self.members:
                 member._stand_in_hello = stand_in_hello
-            self.members[0].role = "primary"
+            for member in self.members:
+                member.role = "mongos" if self.mongos else "secondary"
+            if not self.mongos:
+                self.members[0].role = "primary"
             for member in self.members:
                 member._start()
 
     # ---------------------------------------------------------------- queries
 
     def uri(self, **options) -> str:
-        query = "&".join([f"replicaSet={self.set_name}",
+        query = "&".join([*([] if self.mongos else [f"replicaSet={self.set_name}"]),
                           *(f"{key}={_uri_value(value)}" for key, value in options.items())])
         return f"mongodb://{','.join(m.address for m in self.members)}/?{query}"
 
@@ -702,8 +728,8 @@ class ShimReplicaSet:
                 m.tags = {}
                 m.lag = 0.0
                 m._start()
-            if self._primary_locked() is not self.members[0] or any(
-                    m.role != "secondary" for m in self.members[1:]):
+            if not self.mongos and (self._primary_locked() is not self.members[0] or any(
+                    m.role != "secondary" for m in self.members[1:])):
                 self._term += 1
                 for m in self.members:
                     m.role = "primary" if m is self.members[0] else "secondary"

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Callable
 
 import pymongo
 import pytest
+from bson import Binary, Int64
 from pymongo.errors import OperationFailure, PyMongoError
 from pymongo.read_preferences import Nearest, Primary, PrimaryPreferred, Secondary, SecondaryPreferred
 
@@ -471,3 +473,82 @@ def test_cluster_commands_answer_as_a_mongos(rs, rs_remold):
         hello = client.admin.command("hello")
         assert hello["msg"] == "isdbgrid" and hello["isWritablePrimary"] is True
         assert "setName" not in hello and "hosts" not in hello
+
+
+def in_transaction(sock, lsid: dict, doc_id: str, db: str, start: bool) -> dict:
+    command = {"insert": "txn", "documents": [{"_id": doc_id}], "lsid": lsid,
+               "txnNumber": Int64(1), "autocommit": False}
+    if start:
+        command["startTransaction"] = True
+    return wire.command(sock, command, db=db)
+
+
+def test_transaction_statements_stay_on_their_member(rs, rs_remold, db_name):
+    remold = rs_remold()
+    lsid = {"id": Binary(uuid.uuid4().bytes, 4)}
+    with wire.connect(remold.host, remold.port) as first, wire.connect(remold.host, remold.port) as second:
+        assert in_transaction(first, lsid, "a", db_name, start=True)["ok"] == 1
+        rs.step_up(rs.members[1])
+        wait_until_routed(remold, {"mode": "primary"}, {rs.members[1].address})
+        # The next statement, on another connection, goes where the
+        # transaction lives: the old primary, which refuses it. Nothing is
+        # resent inside a transaction.
+        reply = in_transaction(second, lsid, "b", db_name, start=False)
+        assert reply["ok"] == 0 and reply["code"] == 10107, reply
+        # Outside the transaction, writes go to the new primary.
+        assert wire.command(second, {"insert": "txn", "documents": [{"_id": "c"}]}, db=db_name)["ok"] == 1
+    assert [d["_id"] for d in rs.members[0].direct_client()[db_name].txn.find()] == ["a"]
+    assert [d["_id"] for d in rs.members[1].direct_client()[db_name].txn.find()] == ["c"]
+    for member in rs.members:
+        member.direct_client().drop_database(db_name)
+
+
+@pytest.fixture(scope="module")
+def routers():
+    with ShimReplicaSet(2, mongos=True) as cluster:
+        for member in cluster.members:
+            member.direct_client()[MARKER_DB].me.replace_one(
+                {"_id": 1}, {"_id": 1, "member": member.address}, upsert=True)
+        yield cluster
+
+
+def test_mongos_backends_are_load_balanced_and_pinned(routers, db_name):
+    remold = start_remold(routers.uri(heartbeatFrequencyMS=500, serverSelectionTimeoutMS=15000))
+    try:
+        both = {m.address for m in routers.members}
+        wait_for(lambda: landed(remold, None, 8) == both, 10, "sessions spread over both mongos")
+        # The read preference goes through to the mongos, validated first.
+        assert landed(remold, {"mode": "secondary"}, 16) == both
+        with wire.connect(remold.host, remold.port) as sock:
+            reply = wire.command(sock, {"find": "me", "$readPreference": {
+                "mode": "secondary", "maxStalenessSeconds": 10}}, db=MARKER_DB)
+            assert reply["code"] == 160, reply
+            # listShards is the mongos's to answer (the stand-in does not know it).
+            assert wire.command(sock, {"listShards": 1})["code"] == 59
+
+        for member in routers.members:
+            member.direct_client()[db_name].docs.insert_many(
+                [{"_id": i, "member": member.address} for i in range(40)])
+        with pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=20_000, maxPoolSize=8) as client:
+            cursors = [client[db_name].docs.find().batch_size(6) for _ in range(8)]
+            seen = [[next(cursor) for _ in range(40)] for cursor in cursors]
+            for docs in seen:
+                assert len({d["member"] for d in docs}) == 1, "a cursor crossed mongos"
+
+        # A transaction stays on its mongos whichever connection carries it.
+        used = set()
+        for round_ in range(8):
+            lsid = {"id": Binary(uuid.uuid4().bytes, 4)}
+            with wire.connect(remold.host, remold.port) as a, wire.connect(remold.host, remold.port) as b:
+                assert in_transaction(a, lsid, f"{round_}-a", db_name, start=True)["ok"] == 1
+                assert in_transaction(b, lsid, f"{round_}-b", db_name, start=False)["ok"] == 1
+            holders = [m.address for m in routers.members
+                       if m.direct_client()[db_name].txn.count_documents({"_id": {"$regex": f"^{round_}-"}})]
+            assert len(holders) == 1, f"transaction {round_} spread over {holders}"
+            used.update(holders)
+        assert used == both, "transactions are load-balanced too"
+    finally:
+        remold.kill()
+        remold.stderr_path.unlink(missing_ok=True)
+        for member in routers.members:
+            member.direct_client().drop_database(db_name)
