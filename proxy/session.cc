@@ -183,11 +183,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
   // The common path opens no coroutine frame: the member's connection is open.
   Routed routed = Routed::kReady;
   if (!UseOpenBackend()) routed = co_await UseBackend(request);
-  switch (routed) {
-    case Routed::kReady: break;
-    case Routed::kRefused: co_return true;
-    case Routed::kLost: co_return false;
-  }
+  if (routed != Routed::kReady) co_return routed == Routed::kRefused;
   forwarded_at_ = Clock::now();
   if (!co_await links_.current().Write(request_)) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
@@ -282,6 +278,7 @@ void Session::CountRoute() {
 }
 
 awaitable<Session::Routed> Session::UseBackend(const wire::Request& request) {
+  if (UseOpenBackend()) co_return Routed::kReady;
   const BackendLinks::Choice choice = co_await links_.Use(route_);
   if (choice == BackendLinks::Choice::kReady) {
     CountRoute();
@@ -366,14 +363,8 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
     spdlog::debug("session {}: rule {} answered {} itself", id_, plan.rule, request.command);
     co_return co_await SendReply(request, *plan.immediate_reply);
   }
-  // The common path opens no coroutine frame: the member's connection is open.
-  Routed routed = Routed::kReady;
-  if (!UseOpenBackend()) routed = co_await UseBackend(request);
-  switch (routed) {
-    case Routed::kReady: break;
-    case Routed::kRefused: co_return true;
-    case Routed::kLost: co_return false;
-  }
+  const Routed routed = co_await UseBackend(request);
+  if (routed != Routed::kReady) co_return routed == Routed::kRefused;
   std::optional<Doc> failed;
   if (!co_await EnsurePrerequisites(plan, failed)) co_return false;
   if (failed) co_return co_await SendReply(request, *failed);

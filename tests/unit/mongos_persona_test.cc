@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "proxy/wire_format.h"
+#include "tests/unit/test_util.h"
 
 namespace remold {
 namespace {
@@ -11,11 +11,7 @@ namespace {
 Doc Json(std::string_view json) { return *Doc::FromJson(json); }
 
 wire::Request RequestFor(const Doc& body, std::string command) {
-  wire::Request request;
-  request.header.op_code = static_cast<int32_t>(wire::OpCode::kMsg);
-  request.command = std::move(command);
-  request.command_document = body.bytes();
-  return request;
+  return testing::MsgRequest(body.bytes(), std::move(command));
 }
 
 Member At(std::string address) {

@@ -9,7 +9,7 @@
 
 #include "common/doc.h"
 #include "proxy/request_route.h"
-#include "proxy/wire_format.h"
+#include "tests/unit/test_util.h"
 
 namespace remold {
 namespace {
@@ -196,11 +196,7 @@ TEST(ServerSelectionTest, SingleAndSharded) {
 }
 
 wire::Request RequestFor(const Doc& body, std::string command) {
-  wire::Request request;
-  request.header.op_code = static_cast<int32_t>(wire::OpCode::kMsg);
-  request.command = std::move(command);
-  request.command_document = body.bytes();
-  return request;
+  return testing::MsgRequest(body.bytes(), std::move(command));
 }
 
 RequestRoute RouteFor(std::string_view json) {

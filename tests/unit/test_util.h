@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "proxy/crc32c.h"
+#include "proxy/request.h"
 #include "proxy/wire_format.h"
 
 namespace remold::testing {
@@ -252,6 +253,16 @@ inline Bytes DocWithRawString(std::string_view s) {
   bson_append_utf8(doc, "s", -1, s.data(), static_cast<int>(s.size()));
   BSON_APPEND_INT32(doc, "n", 5);
   return Doc(doc);
+}
+
+// A decoded OP_MSG request whose command document is `body` (which must
+// outlive it), as DecodeRequest would leave it for routing.
+inline wire::Request MsgRequest(std::span<const uint8_t> body, std::string command) {
+  wire::Request request;
+  request.header.op_code = static_cast<int32_t>(wire::OpCode::kMsg);
+  request.command = std::move(command);
+  request.command_document = body;
+  return request;
 }
 
 }  // namespace remold::testing

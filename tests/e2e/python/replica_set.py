@@ -50,15 +50,9 @@ from bson import Int64, ObjectId, Timestamp
 
 from conftest import (BACKEND_START_TIMEOUT, SOURCE_DIR, _BACKEND_LINE, drain_in_background,
                       read_port_line)
+from wire import MSG_CHECKSUM_PRESENT, MSG_MORE_TO_COME, OP_COMPRESSED, OP_MSG, OP_QUERY
 
 OP_REPLY = 1
-OP_QUERY = 2004
-OP_COMPRESSED = 2012
-OP_MSG = 2013
-
-MSG_CHECKSUM_PRESENT = 1 << 0
-MSG_MORE_TO_COME = 1 << 1
-MSG_EXHAUST_ALLOWED = 1 << 16
 QUERY_SECONDARY_OK = 1 << 2
 REPLY_AWAIT_CAPABLE = 1 << 3
 
@@ -521,22 +515,16 @@ class ShimMember:
                               "majorityOpTime": op_time, "majorityWriteDate": write_date}
         if self.tags:
             reply["tags"] = dict(self.tags)
-        reply["topologyVersion"] = {"processId": self.process_id, "counter": Int64(self.counter)}
-        for key in HELLO_KEEP:
-            if key in self._stand_in_hello:
-                reply[key] = self._stand_in_hello[key]
-        reply.setdefault("logicalSessionTimeoutMinutes", 30)
-        reply["localTime"] = now
-        reply["connectionId"] = connection_id
         reply["readOnly"] = False
-        if "helloOk" in request.doc:
-            reply["helloOk"] = True
-        reply["ok"] = 1.0
-        return reply
+        return self._common_hello_locked(request, reply, now, connection_id)
 
 
     def _mongos_hello_locked(self, request: _Request, reply: dict, now, connection_id: int) -> dict:
         reply["msg"] = "isdbgrid"
+        return self._common_hello_locked(request, reply, now, connection_id)
+
+    def _common_hello_locked(self, request: _Request, reply: dict, now, connection_id: int) -> dict:
+        """What every member's hello says: its topologyVersion and the stand-in's limits."""
         reply["topologyVersion"] = {"processId": self.process_id, "counter": Int64(self.counter)}
         for key in HELLO_KEEP:
             if key in self._stand_in_hello:

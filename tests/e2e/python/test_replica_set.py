@@ -32,7 +32,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 from pymongo.read_preferences import Nearest, Primary, PrimaryPreferred, Secondary, SecondaryPreferred
 
 import wire
-from conftest import BACKEND_URI_ENV, NO_PROXY, Remold, start_remold
+from conftest import BACKEND_URI_ENV, NO_PROXY, Remold
 from replica_set import ShimReplicaSet
 from test_metrics import free_port, http_get, scrape, value, wait_for
 
@@ -62,20 +62,14 @@ def fresh_set(rs):
 
 
 @pytest.fixture
-def rs_remold(rs) -> Callable[..., Remold]:
-    started: list[Remold] = []
-
+def rs_remold(rs, private_remold) -> Callable[..., Remold]:
+    """A remold of the test's own in front of the set: 500 ms heartbeats."""
     def start(*extra: str, **uri_options) -> Remold:
         uri_options.setdefault("heartbeatFrequencyMS", 500)
         uri_options.setdefault("serverSelectionTimeoutMS", 15000)
-        remold = start_remold(rs.uri(**uri_options), extra_args=extra)
-        started.append(remold)
-        return remold
+        return private_remold(backend_uri=rs.uri(**uri_options), extra_args=extra)
 
-    yield start
-    for remold in started:
-        remold.kill()
-        remold.stderr_path.unlink(missing_ok=True)
+    return start
 
 
 def landed(remold: Remold, read_preference: dict | None, sessions: int = 12) -> set[str]:
@@ -512,8 +506,8 @@ def routers():
         yield cluster
 
 
-def test_mongos_backends_are_load_balanced_and_pinned(routers, db_name):
-    remold = start_remold(routers.uri(heartbeatFrequencyMS=500, serverSelectionTimeoutMS=15000))
+def test_mongos_backends_are_load_balanced_and_pinned(routers, private_remold, db_name):
+    remold = private_remold(backend_uri=routers.uri(heartbeatFrequencyMS=500, serverSelectionTimeoutMS=15000))
     try:
         both = {m.address for m in routers.members}
         wait_for(lambda: landed(remold, None, 8) == both, 10, "sessions spread over both mongos")
@@ -548,7 +542,5 @@ def test_mongos_backends_are_load_balanced_and_pinned(routers, db_name):
             used.update(holders)
         assert used == both, "transactions are load-balanced too"
     finally:
-        remold.kill()
-        remold.stderr_path.unlink(missing_ok=True)
         for member in routers.members:
             member.direct_client().drop_database(db_name)
