@@ -36,10 +36,13 @@ std::string AddressOf(const mongoc_host_list_t* host) { return host->host_and_po
 
 HostAndPort HostOf(const mongoc_host_list_t* host) { return HostAndPort{host->host, host->port}; }
 
-// "host:port" ("[v6]:port"), as libmongoc writes host_and_port.
+// "host:port" ("[v6]:port"), as libmongoc writes host_and_port: host
+// names in lower case.
 std::string AddressText(const HostAndPort& host) {
-  const bool v6 = host.host.find(':') != std::string::npos;
-  return (v6 ? "[" + host.host + "]" : host.host) + ":" + std::to_string(host.port);
+  std::string name = host.host;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const bool v6 = name.find(':') != std::string::npos;
+  return (v6 ? "[" + name + "]" : name) + ":" + std::to_string(host.port);
 }
 
 TopologyKind ParseTopologyKind(std::string_view type) {
@@ -102,7 +105,7 @@ TopologyMonitor::TopologyMonitor(const BackendOptions& backend) : backend_(backe
 }
 
 TopologyMonitor::~TopologyMonitor() {
-  if (client_) mongoc_client_pool_push(pool_, client_);
+  if (mongoc_client_t* client = client_.exchange(nullptr)) mongoc_client_pool_push(pool_, client);
   if (pool_) mongoc_client_pool_destroy(pool_);  // stops and joins the monitor threads
 }
 
@@ -151,7 +154,7 @@ bool TopologyMonitor::Start(std::string& error) {
   mongoc_apm_set_server_heartbeat_failed_cb(callbacks, &TopologyMonitor::OnHeartbeatFailed);
   mongoc_client_pool_set_apm_callbacks(pool_, callbacks, this);
   mongoc_apm_callbacks_destroy(callbacks);
-  client_ = mongoc_client_pool_pop(pool_);  // the monitor threads start here
+  client_.store(mongoc_client_pool_pop(pool_), std::memory_order_release);  // the monitor threads start here
   return true;
 }
 
@@ -247,7 +250,22 @@ void TopologyMonitor::OnHeartbeatSucceeded(const mongoc_apm_server_heartbeat_suc
   const bson_t* reply = mongoc_apm_server_heartbeat_succeeded_get_reply(event);
   const int64_t now = MonotonicMicros();
   const int64_t started = now - mongoc_apm_server_heartbeat_succeeded_get_duration(event);
+  // Round trips change without a topology change (libmongoc's round-trip
+  // monitor measures them apart from the streamed hellos): read them here.
+  std::vector<std::pair<std::string, int64_t>> round_trips;
+  if (mongoc_client_t* client = self->client_.load(std::memory_order_acquire)) {
+    size_t count = 0;
+    mongoc_server_description_t** servers = mongoc_client_get_server_descriptions(client, &count);
+    for (size_t i = 0; i < count; ++i)
+      round_trips.emplace_back(AddressOf(mongoc_server_description_host(servers[i])),
+                               mongoc_server_description_round_trip_time(servers[i]));
+    mongoc_server_descriptions_destroy_all(servers, count);
+  }
   std::lock_guard lock(self->mutex_);
+  for (const auto& [address, rtt_ms] : round_trips) {
+    auto member = self->members_.find(address);
+    if (member != self->members_.end() && rtt_ms >= 0) member->second.member.round_trip = std::chrono::milliseconds(rtt_ms);
+  }
   auto found = self->members_.find(AddressOf(host));
   if (found == self->members_.end()) return;
   MemberRecord& record = found->second;
@@ -279,12 +297,20 @@ void TopologyMonitor::PublishLocked() {
   view->kind = kind_;
   view->set_name = set_name_;
   view->heartbeat = backend_.heartbeat;
-  // Scanned once every seed has been checked (a heartbeat ended, either way).
-  view->scanned = true;
-  for (const HostAndPort& seed : backend_.hosts) {
-    auto found = members_.find(AddressText(seed));
-    view->scanned = view->scanned && found != members_.end() && found->second.heard;
+  // Scanned once every seed has been checked (a heartbeat ended, either
+  // way), or a server has been found; for good (a seed the set names
+  // otherwise leaves the list).
+  if (!scanned_) {
+    scanned_ = std::any_of(members_.begin(), members_.end(),
+                           [](const auto& entry) { return entry.second.member.kind != MemberKind::kUnknown; });
+    bool all_heard = true;
+    for (const HostAndPort& seed : backend_.hosts) {
+      auto found = members_.find(AddressText(seed));
+      all_heard = all_heard && found != members_.end() && found->second.heard;
+    }
+    scanned_ = scanned_ || all_heard;
   }
+  view->scanned = scanned_;
   bool reported = false;
   for (const auto& [address, record] : members_) {
     Member member = record.member;

@@ -80,13 +80,16 @@ class TopologyMonitor {
 
   const BackendOptions backend_;
   _mongoc_client_pool_t* pool_ = nullptr;
-  _mongoc_client_t* client_ = nullptr;  // popped: the pool monitors while a client is out
+  // Popped: the pool monitors while a client is out. Read by the event
+  // callbacks, which may start before the pop returns.
+  std::atomic<_mongoc_client_t*> client_{nullptr};
 
   mutable std::mutex mutex_;
   TopologyKind kind_ = TopologyKind::kUnknown;
   std::string set_name_;
   std::map<std::string, MemberRecord> members_;
   std::shared_ptr<const TopologyView> view_;
+  bool scanned_ = false;     // TopologyView::scanned, once true for good
   std::string last_logged_;  // the summary last logged, to log changes only
   std::string last_primary_;
   std::optional<std::chrono::steady_clock::time_point> no_primary_since_;

@@ -67,9 +67,17 @@ def rs_remold(rs, private_remold) -> Callable[..., Remold]:
     def start(*extra: str, **uri_options) -> Remold:
         uri_options.setdefault("heartbeatFrequencyMS", 500)
         uri_options.setdefault("serverSelectionTimeoutMS", 15000)
-        return private_remold(backend_uri=rs.uri(**uri_options), extra_args=extra)
+        remold = private_remold(backend_uri=rs.uri(**uri_options), extra_args=("--log-level", "info", *extra))
+        wait_for(lambda: whole_set_known(remold.stderr(), len(rs.members)), 15, "the monitor to know every member")
+        return remold
 
     return start
+
+
+def whole_set_known(log: str, size: int) -> bool:
+    """Whether remold's last topology line lists a primary and the rest secondaries."""
+    lines = [line for line in log.splitlines() if "backend topology: ReplicaSetWithPrimary" in line]
+    return bool(lines) and lines[-1].count(" primary") == 1 and lines[-1].count(" secondary") == size - 1
 
 
 def landed(remold: Remold, read_preference: dict | None, sessions: int = 12) -> set[str]:
@@ -86,9 +94,10 @@ def landed(remold: Remold, read_preference: dict | None, sessions: int = 12) -> 
     return members
 
 
-def wait_until_routed(remold: Remold, read_preference: dict, expected: set[str], timeout: float = 10):
+def wait_until_routed(remold: Remold, read_preference: dict, expected: set[str], timeout: float = 10,
+                      sessions: int = 4):
     """Reads until the monitor has seen the change the test made."""
-    return wait_for(lambda: (got := landed(remold, read_preference, 4)) <= expected and got,
+    return wait_for(lambda: (got := landed(remold, read_preference, sessions)) <= expected and got,
                     timeout, f"reads with {read_preference} to land on {expected}")
 
 
@@ -168,6 +177,22 @@ def test_routing_table(rs, rs_remold):
     wait_until_routed(remold, {"mode": "secondary", "maxStalenessSeconds": 90}, {east.address})
     assert landed(remold, {"mode": "secondary", "maxStalenessSeconds": 90}, 16) == {east.address}
     assert landed(remold, {"mode": "secondary"}, 16) == {west.address, east.address}
+
+
+def test_nearest_leaves_out_a_slow_member(rs, rs_remold):
+    """The latency window: a member 100 ms slower than the fastest is not
+    near, once the monitor's round-trip average has seen it."""
+    primary, slow, fast = rs.members
+    remold = rs_remold()
+    assert landed(remold, {"mode": "nearest"}, 24) == {primary.address, slow.address, fast.address}
+    rs.delay(slow, 0.1)
+    wait_until_routed(remold, {"mode": "nearest"}, {primary.address, fast.address}, timeout=20, sessions=16)
+    assert landed(remold, {"mode": "nearest"}, 24) == {primary.address, fast.address}
+    assert landed(remold, {"mode": "secondary"}, 16) == {fast.address}
+    # Still eligible where it is the only choice.
+    rs.set_tags(slow, {"disk": "hdd"})
+    wait_until_routed(remold, {"mode": "secondary", "tags": [{"disk": "hdd"}]}, {slow.address})
+    rs.delay(slow, 0)
 
 
 def test_pymongo_read_preferences_through_remold(rs, rs_remold):
@@ -426,12 +451,13 @@ def test_metrics_and_readyz_follow_the_topology(rs, rs_remold):
     remold = rs_remold("--metrics-listen", f"127.0.0.1:{port}")
     address = ("127.0.0.1", port)
     wait_for(lambda: http_get(address, "/readyz")[:2] == (200, "ready\n"), 15, "/readyz 200")
-    samples = scrape(address)
-    assert value(samples, "remold_backend_topology", type="ReplicaSetWithPrimary") == 1
     primary, *secondaries = rs.members
+    # Ready once the primary is known; the secondaries may answer a moment later.
+    samples = wait_for(lambda: (s := scrape(address)) and all(
+        value(s, "remold_backend_members", address=m.address, state="secondary") == 1
+        for m in secondaries) and s, 10, "both secondaries known")
+    assert value(samples, "remold_backend_topology", type="ReplicaSetWithPrimary") == 1
     assert value(samples, "remold_backend_members", address=primary.address, state="primary") == 1
-    for member in secondaries:
-        assert value(samples, "remold_backend_members", address=member.address, state="secondary") == 1
 
     landed(remold, {"mode": "secondary"}, 4)
     landed(remold, None, 2)
