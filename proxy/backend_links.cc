@@ -12,6 +12,9 @@ namespace remold {
 
 namespace {
 
+// A connection unused for this long is checked before it is used again.
+constexpr std::chrono::seconds kIdleCheckAfter{1};
+
 // splitmix64's finaliser: consecutive session ids give unrelated draws.
 uint32_t Scramble(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -34,7 +37,17 @@ const TopologyView* BackendLinks::view() {
   return view_.get();
 }
 
-const Member* BackendLinks::Choose(const TopologyView& view, const RequestRoute& route) const {
+const Member* BackendLinks::Choose(const TopologyView& view, const RequestRoute& route) {
+  if (authenticated_) {
+    const Member* member = view.Find(*authenticated_);
+    if (!member || !member->data_bearing()) return nullptr;  // until the monitor sees it again
+    const bool replica_set = view.kind == TopologyKind::kReplicaSetWithPrimary ||
+                             view.kind == TopologyKind::kReplicaSetNoPrimary;
+    if (!replica_set || member->kind == MemberKind::kPrimary || route.kind == RequestRoute::Kind::kRead)
+      return member;
+    must_end_ = true;  // the primary is elsewhere now, and the credentials are not
+    return nullptr;
+  }
   auto pinned = [&view](const RoutePins& pins, const std::string& key) -> const Member* {
     std::optional<std::string> address = pins.Find(key);
     return address ? view.Find(*address) : nullptr;
@@ -61,29 +74,52 @@ const Member* BackendLinks::Choose(const TopologyView& view, const RequestRoute&
   return nullptr;
 }
 
-bool BackendLinks::UseOpenLink(const std::string& address, MemberKind kind) {
-  if (!current_ || current_address_ != address) {
-    auto open = std::find_if(links_.begin(), links_.end(), [&address](const Link& link) {
-      return link.address == address;
-    });
-    if (open == links_.end()) return false;
-    current_ = open->stream.get();
-    current_address_ = address;
+BackendLinks::Found BackendLinks::UseOpenLink(const std::string& address, MemberKind kind) {
+  auto link = std::find_if(links_.begin(), links_.end(), [&address](const Link& l) { return l.address == address; });
+  if (link == links_.end()) return Found::kNone;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - link->last_used >= kIdleCheckAfter && link->stream->PeerClosed()) {
+    const bool carried_credentials = authenticated_ && *authenticated_ == address;
+    spdlog::info("session {}: backend {} closed the connection while it was idle{}", session_id_,
+                 address.empty() ? "(direct)" : address,
+                 carried_credentials ? "; it carried the client's credentials: closing the client connection"
+                                     : "; opening a new one");
+    link->stream->Close();
+    if (current_ == link->stream.get()) {
+      current_ = nullptr;
+      current_address_.clear();
+    }
+    links_.erase(link);
+    return carried_credentials ? Found::kLost : Found::kNone;
   }
+  link->last_used = now;
+  current_ = link->stream.get();
+  current_address_ = address;
   current_kind_ = kind;
-  return true;
+  return Found::kUsed;
 }
 
 bool BackendLinks::UseOpen(const std::optional<RequestRoute>& route) {
-  if (!shared_.topology) return current_ != nullptr;
+  if (must_end_) return false;
+  if (!shared_.topology) {
+    if (!current_) return false;
+    const Found found = UseOpenLink("", MemberKind::kUnknown);
+    must_end_ = found == Found::kLost;
+    return found == Found::kUsed;
+  }
   const TopologyView* now = view();
   const Member* member = Choose(*now, *route);
-  return member && UseOpenLink(member->address, member->kind);
+  if (!member) return false;
+  const Found found = UseOpenLink(member->address, member->kind);
+  must_end_ = found == Found::kLost;
+  return found == Found::kUsed;
 }
 
 awaitable<BackendLinks::Choice> BackendLinks::Use(const std::optional<RequestRoute>& route) {
   using Clock = std::chrono::steady_clock;
+  if (must_end_) co_return Choice::kLost;
   if (!shared_.topology) {
+    if (authenticated_) co_return Choice::kLost;  // its credentials went with the old connection
     const bool connected = co_await ConnectDirect();
     co_return connected ? Choice::kReady : Choice::kLost;
   }
@@ -92,8 +128,15 @@ awaitable<BackendLinks::Choice> BackendLinks::Use(const std::optional<RequestRou
     view();
     // Held: the member stays valid while its connection opens.
     const std::shared_ptr<const TopologyView> held = view_;
-    if (const Member* member = Choose(*held, *route)) {
-      if (UseOpenLink(member->address, member->kind)) co_return Choice::kReady;
+    const Member* member = Choose(*held, *route);
+    if (must_end_) co_return Choice::kLost;
+    if (member) {
+      const Found found = UseOpenLink(member->address, member->kind);
+      if (found == Found::kUsed) co_return Choice::kReady;
+      if (found == Found::kLost || authenticated_) {
+        must_end_ = true;  // a new connection would not carry the credentials
+        co_return Choice::kLost;
+      }
       const bool connected = co_await Connect(*member);
       if (connected) co_return Choice::kReady;
     } else if (held->scanned && std::none_of(held->members.begin(), held->members.end(), [](const Member& m) {
@@ -123,12 +166,17 @@ awaitable<bool> BackendLinks::Connect(const Member& member) {
   current_ = stream.get();
   current_address_ = address;
   current_kind_ = kind;
-  links_.push_back(Link{address, std::move(stream)});
+  links_.push_back(Link{address, std::move(stream), std::chrono::steady_clock::now()});
   co_return true;
 }
 
 awaitable<bool> BackendLinks::ConnectDirect() {
-  if (UseOpenLink("", MemberKind::kUnknown)) co_return true;
+  const Found found = UseOpenLink("", MemberKind::kUnknown);
+  if (found == Found::kUsed) co_return true;
+  if (found == Found::kLost) {
+    must_end_ = true;
+    co_return false;
+  }
   std::unique_ptr<MessageStream> stream = co_await ConnectBackend(shared_.backend, shared_.policy.backend_tls());
   if (!stream) {
     spdlog::warn("session {}: no backend reachable; closing the client connection", session_id_);
@@ -137,7 +185,7 @@ awaitable<bool> BackendLinks::ConnectDirect() {
   current_ = stream.get();
   current_address_.clear();
   current_kind_ = MemberKind::kUnknown;
-  links_.push_back(Link{"", std::move(stream)});
+  links_.push_back(Link{"", std::move(stream), std::chrono::steady_clock::now()});
   co_return true;
 }
 
@@ -158,6 +206,10 @@ void BackendLinks::NoteReply(const RequestRoute& route, std::span<const uint8_t>
   }
   if (route.starts_transaction && !route.transaction.empty())
     shared_.pins->transactions.Pin(route.transaction, current_address_);
+}
+
+void BackendLinks::NoteSending(bool authenticates) {
+  if (authenticates && !authenticated_) authenticated_ = current_address_;
 }
 
 bool BackendLinks::AnsweredAsFormerPrimary(const std::optional<RequestRoute>& route,

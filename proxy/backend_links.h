@@ -10,9 +10,21 @@
 // serverSelectionTimeoutMS; when no server answers the monitor at all, it
 // connects as directConnection=true would, which logs why each host fails.
 //
+// Authentication pins the session: a client's credentials live on the one
+// backend connection its conversation ran on (remold cannot replay it on
+// another), so every later request goes there. Reads are then served by
+// that member whatever their preference; a request that needs the primary
+// once that member is no longer the primary ends the session, so the
+// driver reconnects, authenticates again and retries.
+//
+// A connection idle for a second or more is checked before reuse: one the
+// backend closed meanwhile (a restart) is replaced by a fresh one, or ends
+// the session when it carried the client's credentials.
+//
 // Lives on its session's worker thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -73,6 +85,11 @@ class BackendLinks {
                                std::span<const uint8_t> reply_document) const;
   // Tells the monitor that current() answered as a former primary.
   void ReportFormerPrimary();
+  // Whether the client authenticated on one of these connections.
+  bool authenticated() const { return authenticated_.has_value(); }
+  // Call before sending a client's request on current(): whether it is
+  // part of an authentication conversation (IsAuthentication).
+  void NoteSending(bool authenticates);
 
   void CloseAll();
 
@@ -80,10 +97,14 @@ class BackendLinks {
   struct Link {
     std::string address;  // "" for the direct connection
     std::unique_ptr<MessageStream> stream;
+    std::chrono::steady_clock::time_point last_used;
   };
+  enum class Found { kUsed, kNone, kLost };  // kLost: it was dead and carried credentials
 
-  const Member* Choose(const TopologyView& view, const RequestRoute& route) const;
-  bool UseOpenLink(const std::string& address, MemberKind kind);
+  // Null when no member fits now; sets must_end_ when none ever will for
+  // this session (authenticated elsewhere than the primary it needs).
+  const Member* Choose(const TopologyView& view, const RequestRoute& route);
+  Found UseOpenLink(const std::string& address, MemberKind kind);
   awaitable<bool> Connect(const Member& member);
   awaitable<bool> ConnectDirect();
 
@@ -96,6 +117,8 @@ class BackendLinks {
   MemberKind current_kind_ = MemberKind::kUnknown;
   std::shared_ptr<const TopologyView> view_;
   uint64_t view_version_ = 0;
+  std::optional<std::string> authenticated_;  // the address of the authenticated link
+  bool must_end_ = false;                      // the session cannot be served any more
 };
 
 }  // namespace remold

@@ -1,6 +1,9 @@
 #include "proxy/message_stream.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 
@@ -64,6 +67,16 @@ bool MessageStream::HasPendingInput() {
   boost::system::error_code ec;
   const size_t waiting = socket_.available(ec);
   return !ec && waiting > 0;
+}
+
+bool MessageStream::PeerClosed() {
+  if (!socket_.is_open()) return true;
+  if (end_ > begin_) return false;  // bytes buffered: not an idle close
+  uint8_t byte;
+  const ssize_t got = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got > 0) return false;
+  if (got == 0) return true;  // EOF
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 void MessageStream::Close() {

@@ -81,6 +81,11 @@ class MessageStream {
   // buffer, or waiting in the socket. A session that is between requests
   // but has this is not idle (SIGTERM lets it finish that request).
   bool HasPendingInput();
+  // Whether the peer has closed the connection (or reset it) while it was
+  // idle: a non-blocking peek at the socket. False while the connection
+  // looks alive or bytes are waiting. For a connection with no request in
+  // flight.
+  bool PeerClosed();
 
   tcp::socket& socket() { return socket_; }
   void Close();

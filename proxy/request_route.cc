@@ -67,12 +67,13 @@ int64_t FirstCursorToKill(std::span<const uint8_t> command_document) {
 std::variant<RequestRoute, SelectionError> RouteOf(const wire::Request& request,
                                                   std::chrono::milliseconds heartbeat) {
   RequestRoute route;
+  const std::string_view command = request.command;
+  route.authenticates = IsAuthentication(request);
   if (request.is_handshake) {
     route.kind = RequestRoute::Kind::kHandshake;
     return route;
   }
   if (request.is_legacy()) return route;
-  const std::string_view command = request.command;
   const bool cursor_command = command == "getMore" || command == "killCursors";
   // One walk for the fields that matter to routing (this runs for every
   // request): libbson only for the rare ones.
@@ -118,6 +119,19 @@ std::variant<RequestRoute, SelectionError> RouteOf(const wire::Request& request,
       !Writes(command, &body))
     route.kind = RequestRoute::Kind::kRead;
   return route;
+}
+
+bool IsAuthentication(const wire::Request& request) {
+  const std::string_view command = request.command;
+  if (command == "saslStart" || command == "saslContinue" || command == "authenticate") return true;
+  if (!request.is_handshake) return false;
+  // A legacy OP_QUERY handshake is walked too: its query is a document.
+  bool speculative = false;
+  wire::WalkTopLevel(request.command_document, [&speculative](const wire::BsonElement& element) {
+    speculative = element.key == "speculativeAuthenticate";
+    return !speculative;
+  });
+  return speculative;
 }
 
 int64_t ReplyCursorId(std::span<const uint8_t> reply_document) {

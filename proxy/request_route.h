@@ -36,10 +36,18 @@ struct RequestRoute {
   std::string transaction;
   bool starts_transaction = false;  // startTransaction: true
   bool may_open_cursor = false;     // its reply may hold a cursor to pin
+  // Part of an authentication conversation (saslStart, saslContinue,
+  // authenticate, a handshake with speculativeAuthenticate): the client's
+  // credentials then live on that backend connection only.
+  bool authenticates = false;
 };
 
 std::variant<RequestRoute, SelectionError> RouteOf(const wire::Request& request,
                                                   std::chrono::milliseconds heartbeat);
+
+// Whether `request` is part of an authentication conversation: saslStart,
+// saslContinue, authenticate, or a handshake with speculativeAuthenticate.
+bool IsAuthentication(const wire::Request& request);
 
 // `cursor.id` of a reply document; 0 when it has none (or is exhausted).
 int64_t ReplyCursorId(std::span<const uint8_t> reply_document);

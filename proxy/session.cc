@@ -184,6 +184,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
   Routed routed = Routed::kReady;
   if (!UseOpenBackend()) routed = co_await UseBackend(request);
   if (routed != Routed::kReady) co_return routed == Routed::kRefused;
+  links_.NoteSending(route_ ? route_->authenticates : IsAuthentication(request));
   forwarded_at_ = Clock::now();
   if (!co_await links_.current().Write(request_)) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
@@ -209,6 +210,16 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
     if (!request.is_handshake) {
       if (first) metrics_->backend_roundtrip.Observe(Clock::now() - forwarded_at_);
       if (first && resent < kMaxResends && links_.AnsweredAsFormerPrimary(route_, OpMsgBody(reply_))) {
+        if (links_.authenticated()) {
+          // The member ran nothing; the client's credentials cannot follow
+          // the primary. Closing is a network error a driver retries on a
+          // new connection, authenticated again where the primary is.
+          spdlog::info("session {}: {} answered as a former primary; the client authenticated there: "
+                       "closing the client connection so its driver reconnects",
+                       id_, links_.current_address());
+          links_.ReportFormerPrimary();
+          co_return false;
+        }
         ++resent;
         const bool resent_ok = co_await ResendToNewPrimary();
         if (resent_ok) continue;  // its reply is the client's
@@ -309,7 +320,10 @@ awaitable<std::optional<Doc>> Session::RoundTripToPrimary(const BackendCommand& 
   // secondaryOk) did not run the command: once the monitor finds the new
   // primary it goes there, as a driver retries. Never inside a client's
   // transaction, which lives on its member.
-  for (int resent = 0; resent < kMaxResends && reply && links_.AnsweredAsFormerPrimary(route_, reply->bytes());
+  // An authenticated session cannot follow the primary: its credentials
+  // are on this connection only; the reply (a follow-up's failure) stands.
+  for (int resent = 0; resent < kMaxResends && reply && !links_.authenticated() &&
+                       links_.AnsweredAsFormerPrimary(route_, reply->bytes());
        ++resent) {
     spdlog::info("session {}: {} answered as a former primary; sending a rewritten command to the new primary",
                  id_, links_.current_address());

@@ -245,6 +245,20 @@ TEST(RequestRouteTest, CursorsAndTransactions) {
   EXPECT_TRUE(RouteFor(R"({"insert": "c", "lsid": {"id": 1}, "$db": "d"})").transaction.empty());
 }
 
+TEST(RequestRouteTest, AuthenticationConversations) {
+  EXPECT_TRUE(RouteFor(R"({"saslStart": 1, "mechanism": "SCRAM-SHA-256", "$db": "admin"})").authenticates);
+  EXPECT_TRUE(RouteFor(R"({"saslContinue": 1, "conversationId": 1, "$db": "admin"})").authenticates);
+  EXPECT_FALSE(RouteFor(R"({"find": "c", "$db": "d"})").authenticates);
+  Doc hello = Json(R"({"hello": 1, "speculativeAuthenticate": {"saslStart": 1}, "$db": "admin"})");
+  wire::Request handshake = RequestFor(hello, "hello");
+  handshake.is_handshake = true;
+  EXPECT_TRUE(IsAuthentication(handshake));
+  Doc plain = Json(R"({"hello": 1, "$db": "admin"})");
+  wire::Request plain_handshake = RequestFor(plain, "hello");
+  plain_handshake.is_handshake = true;
+  EXPECT_FALSE(IsAuthentication(plain_handshake));
+}
+
 TEST(RequestRouteTest, InvalidPreferenceIsRefused) {
   Doc body = Json(R"({"find": "c", "$readPreference": {"mode": "secondary", "maxStalenessSeconds": 10}, "$db": "d"})");
   auto route = RouteOf(RequestFor(body, "find"), milliseconds(10'000));

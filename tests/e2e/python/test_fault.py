@@ -364,16 +364,13 @@ def peer_closed(sock, timeout: float) -> bool:
         return False
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "remold notices a dead backend link only when it forwards the next request on it: a "
-    "connection idle across a backend restart takes that request and drops it (EOF), though "
-    "the backend is up again. Fix: watch the backend socket while the session is idle and "
-    "close the client connection when it reports EOF/reset (proxy/session.cc, Session::Run)."))
 def test_connection_idle_across_backend_restart(killable_backend, fault_remold):
     """A client connection idle while the backend died and came back must not
     take a request and then drop it: remold either closes it when its backend
     link dies (drivers discard a closed pooled connection at checkout, no
-    error surfaces) or serves the request."""
+    error surfaces) or serves the request. remold checks a backend
+    connection idle for a second before reusing it and replaces one the
+    backend closed (proxy/backend_links.h): the request is served."""
     if NO_PROXY:
         pytest.skip("asserts remold's own behaviour; REMOLD_TEST_NO_PROXY=1")
     backend = killable_backend

@@ -570,3 +570,37 @@ def test_mongos_backends_are_load_balanced_and_pinned(routers, private_remold, d
     finally:
         for member in routers.members:
             member.direct_client().drop_database(db_name)
+
+
+def test_an_authenticated_session_stays_on_its_member(rs, rs_remold, db_name):
+    """A client's credentials live on the backend connection its conversation
+    ran on: after saslStart (the stand-ins refuse it; the conversation is what
+    counts), the session's reads stay on that member whatever their
+    preference, and when that member is no longer the primary a write ends the
+    session (a network error the driver retries, authenticating again) instead
+    of going unauthenticated to the new primary."""
+    remold = rs_remold()
+    primary, *secondaries = rs.members
+    with wire.connect(remold.host, remold.port) as sock:
+        wire.command(sock, {"saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": Binary(b"n,,n=u,r=abc")})
+        for _ in range(6):
+            reply = wire.command(sock, {"find": "me", "$readPreference": {"mode": "secondary"}}, db=MARKER_DB)
+            assert reply["cursor"]["firstBatch"][0]["member"] == primary.address
+        rs.step_up(secondaries[0])
+        wait_until_routed(remold, {"mode": "primary"}, {secondaries[0].address})
+        # Reads still served by the member it authenticated on.
+        reply = wire.command(sock, {"find": "me", "$readPreference": {"mode": "secondary"}}, db=MARKER_DB)
+        assert reply["cursor"]["firstBatch"][0]["member"] == primary.address
+        with pytest.raises((wire.ConnectionClosed, OSError)):
+            wire.command(sock, {"insert": "auth", "documents": [{"_id": 1}]}, db=db_name)
+    # Nothing was written anywhere: the session ended before the insert was
+    # sent (had the monitor not seen the switch yet, the old primary would
+    # have refused it, with the same end).
+    for member in rs.members:
+        assert member.direct_client()[db_name].auth.count_documents({}) == 0
+    # An unauthenticated session follows the primary.
+    with wire.connect(remold.host, remold.port) as sock:
+        assert wire.command(sock, {"insert": "auth", "documents": [{"_id": 2}]}, db=db_name)["ok"] == 1
+    assert secondaries[0].direct_client()[db_name].auth.count_documents({}) == 1
+    for member in rs.members:
+        member.direct_client().drop_database(db_name)
