@@ -1,26 +1,73 @@
 #include "app/explain.h"
 
+#include <optional>
 #include <ostream>
 
+#include "app/unconverted_data.h"
+#include "proxy/backend_uri.h"
 #include "rewrite/engine.h"
 #include "rules/loader.h"
+#include "tools/common/backend_client.h"
 
 namespace remold {
 namespace {
 
 std::string Display(const BackendCommand& command) { return FoldedCommand(command).ToRelaxedJson(); }
 
+// `remold check --backend`: the documents written before each rule that
+// are not in its form. 0 when there are none, 1 otherwise.
+int CheckBackendData(const RuleSet& rules, const std::string& backend_uri, std::ostream& out,
+                     std::ostream& err) {
+  std::string error;
+  std::optional<BackendOptions> backend = ParseBackendUri(backend_uri, error);
+  if (!backend) {
+    err << "remold check: " << error << "\n";
+    return 2;
+  }
+  size_t unconverted = 0;
+  try {
+    BackendClient client(MongocUri(backend_uri, *backend, "remold-check"));
+    for (const UnconvertedProbe& probe : UnconvertedProbes(rules)) {
+      const int64_t count = client.CountDocuments(probe.logical, probe.filter.get(), kUnconvertedCountLimit);
+      if (count == 0) {
+        out << "rule '" << probe.rule << "': no document of " << probe.logical.full()
+            << " written before the rule\n";
+        continue;
+      }
+      ++unconverted;
+      out << DescribeUnconverted(probe, count) << "\n";
+    }
+  } catch (const BackendError& e) {
+    err << "remold check: backend: " << e.what() << "\n";
+    return 1;
+  }
+  if (unconverted == 0) return 0;
+  out << "remold check: " << unconverted << " rule(s) have documents written before them\n";
+  return 1;
+}
+
 }  // namespace
 
 int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (args.size() != 1) {
-    err << "usage: remold check DIR\n";
+  std::string dir, backend_uri;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--backend" && i + 1 < args.size()) {
+      backend_uri = args[++i];
+    } else if (dir.empty() && args[i].rfind("--", 0) != 0) {
+      dir = args[i];
+    } else {
+      err << "usage: remold check DIR [--backend URI]\n";
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    err << "usage: remold check DIR [--backend URI]\n";
     return 2;
   }
-  RuleLoadResult result = LoadRuleDirectory(args[0]);
+  RuleLoadResult result = LoadRuleDirectory(dir);
   for (const auto& error : result.errors) err << error << "\n";
   if (!result.errors.empty()) {
-    err << "remold check: " << result.errors.size() << " error(s) in " << args[0] << "\n";
+    err << "remold check: " << result.errors.size() << " error(s) in " << dir << "\n";
     return 1;
   }
   for (const Rule& rule : result.rules->rules()) {
@@ -29,8 +76,9 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << rule.source << ": " << rule.pattern_name() << " rule '" << rule.name
         << "': " << description << "\n";
   }
-  out << "remold check: " << result.rules->rules().size() << " rule(s) OK in " << args[0] << "\n";
-  return 0;
+  out << "remold check: " << result.rules->rules().size() << " rule(s) OK in " << dir << "\n";
+  if (backend_uri.empty()) return 0;
+  return CheckBackendData(*result.rules, backend_uri, out, err);
 }
 
 int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -1,7 +1,7 @@
 // remold: a MongoDB wire-protocol proxy that applies schema design patterns.
 //
 //   remold serve [flags]   run the proxy (see `remold serve --help`)
-//   remold check DIR       validate rule files
+//   remold check DIR       validate rule files (--backend URI: count data written before them)
 //   remold explain ...     dry-run the rewrite of one command
 //   remold reconcile ...   recompute computed rules' values, report drift, fix
 //   remold --version
@@ -44,7 +44,9 @@ constexpr const char* kUsage =
     "\n"
     "usage:\n"
     "  remold serve [flags]   run the proxy; `remold serve --help` lists the flags\n"
-    "  remold check DIR       validate a rules directory (exit 1 on any error)\n"
+    "  remold check DIR       validate a rules directory (exit 1 on any error);\n"
+    "                         with --backend URI, also count the documents written before each\n"
+    "                         rule that are not in its form (exit 1 when there are any)\n"
     "  remold explain --rules DIR [--db DB] '<command as Extended JSON>'\n"
     "                         print the backend commands remold would send (dry run)\n"
     "  remold reconcile --config FILE [--rule NAME] [--fix]\n"

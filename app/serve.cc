@@ -9,12 +9,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/config.h"
 #include "app/logging.h"
 #include "app/rule_reloader.h"
 #include "app/status_server.h"
+#include "app/unconverted_data.h"
 #include "patterns/patterns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"
@@ -75,6 +77,9 @@ class ServeRun {
   // Starts monitoring the backend (not with directConnection=true), and
   // its metrics.
   bool StartTopologyMonitor();
+  // Counts, on a thread of its own, the documents written before each rule
+  // that are not in its form, and warns of them (app/unconverted_data.h).
+  void WarnOfUnconvertedData();
   // Binds the client address, announces it, and serves until drained.
   bool ListenAndServe();
 
@@ -187,6 +192,30 @@ bool ServeRun::StartTopologyMonitor() {
   return true;
 }
 
+void ServeRun::WarnOfUnconvertedData() {
+  std::vector<UnconvertedProbe> probes = UnconvertedProbes(*rules_->Load());
+  if (probes.empty()) return;
+  if (!topology_) {
+    spdlog::info("rules: documents written before the rules are not counted with directConnection=true; "
+                 "run `remold check RULES --backend URI` to count them");
+    return;
+  }
+  // Detached: the counts wait for the backend; the monitor outlives the
+  // process's last request (it is never destroyed).
+  std::thread([probes = std::move(probes), topology = topology_] {
+    for (const UnconvertedProbe& probe : probes) {
+      std::string error;
+      std::optional<int64_t> count = topology->CountDocuments(
+          probe.logical.db, probe.logical.collection, probe.filter.get(), kUnconvertedCountLimit, error);
+      if (!count)
+        spdlog::warn("rules: could not count the documents of {} written before rule '{}': {}",
+                     probe.logical.full(), probe.rule, error);
+      else if (*count > 0)
+        spdlog::warn("rules: {}", DescribeUnconverted(probe, *count));
+    }
+  }).detach();
+}
+
 bool ServeRun::ListenAndServe() {
   RaiseFileLimit(config_.max_connections);
   try {
@@ -267,6 +296,7 @@ int RunServe(const std::vector<std::string>& args) {
   if (!run.BindStatusEndpoint()) return kCannotListen;
   if (!run.LoadTls()) return kRejected;
   if (!run.StartTopologyMonitor()) return kRejected;
+  run.WarnOfUnconvertedData();
   return run.ListenAndServe() ? kOk : kCannotListen;
 }
 

@@ -16,6 +16,10 @@
 //                                              // when a running proxy drops the rule
 //   std::string OnAddition() const;            // what becomes of data written before,
 //                                              // when a running proxy gains the rule
+//   std::string Unconverted() const;           // a filter (Extended JSON) on `logical`
+//                                              // matching documents still in the form
+//                                              // written before the rule; "" when the
+//                                              // rule stores documents as written
 //
 // The rewrite part (rewrite.h and the files behind it; pure, golden-tested)
 // provides four overloads for R, found by the engine through the list in
@@ -67,6 +71,7 @@ concept PatternRuleType = requires(const R& rule, const FileContext& ctx, const 
   { rule.Describe() } -> std::same_as<std::string>;
   { rule.OnRemoval() } -> std::same_as<std::string>;
   { rule.OnAddition() } -> std::same_as<std::string>;
+  { rule.Unconverted() } -> std::same_as<std::string>;
 };
 
 }  // namespace remold

@@ -158,6 +158,28 @@ bool TopologyMonitor::Start(std::string& error) {
   return true;
 }
 
+std::optional<int64_t> TopologyMonitor::CountDocuments(const std::string& db, const std::string& collection,
+                                                      const bson_t* filter, int64_t limit, std::string& error) {
+  if (!pool_) {
+    error = "the backend is not monitored";
+    return std::nullopt;
+  }
+  mongoc_client_t* client = mongoc_client_pool_pop(pool_);
+  mongoc_collection_t* target = mongoc_client_get_collection(client, db.c_str(), collection.c_str());
+  bson_t options = BSON_INITIALIZER;
+  BSON_APPEND_INT64(&options, "limit", limit);
+  bson_error_t bson_error;
+  const int64_t count = mongoc_collection_count_documents(target, filter, &options, nullptr, nullptr, &bson_error);
+  bson_destroy(&options);
+  mongoc_collection_destroy(target);
+  mongoc_client_pool_push(pool_, client);
+  if (count < 0) {
+    error = bson_error.message;
+    return std::nullopt;
+  }
+  return count;
+}
+
 std::shared_ptr<const TopologyView> TopologyMonitor::View() const {
   std::lock_guard lock(mutex_);
   return view_;

@@ -17,12 +17,15 @@
 // whether its copy is current without the lock).
 #pragma once
 
+#include <bson/bson.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +60,12 @@ class TopologyMonitor {
   // `address` answered a request as a former primary (NotWritablePrimary
   // and the like) on one of remold's connections.
   void ReportNotPrimary(std::string_view address);
+
+  // How many documents of `db.collection` match `filter`, counting up to
+  // `limit`; blocks (the pool's server selection, then the count), for a
+  // thread of its own. nullopt with `error` set when it fails.
+  std::optional<int64_t> CountDocuments(const std::string& db, const std::string& collection,
+                                        const bson_t* filter, int64_t limit, std::string& error);
 
   // Since when the replica set has had no primary; nullopt while it has
   // one, or when the backend is not a replica set.

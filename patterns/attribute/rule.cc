@@ -93,4 +93,21 @@ std::string AttributeRule::OnAddition() const {
          "') do not match, until they are rewritten";
 }
 
+std::string AttributeRule::Unconverted() const {
+  // An attribute stored as a plain field. With `fields` listed, any of
+  // them present; otherwise a document without the pair array that has a
+  // field besides _id and `except`.
+  std::string json;
+  if (!fields.empty()) {
+    for (const std::string& field : fields)
+      json += (json.empty() ? "" : ", ") + std::string("{\"") + field + "\": {\"$exists\": true}}";
+    return "{\"$or\": [" + json + "]}";
+  }
+  std::string kept = "\"_id\"";
+  for (const std::string& field : except) kept += ", \"" + field + "\"";
+  return "{\"" + array_field + "\": {\"$exists\": false}, \"$expr\": {\"$gt\": [{\"$size\": {\"$filter\": "
+         "{\"input\": {\"$objectToArray\": \"$$ROOT\"}, \"cond\": {\"$not\": [{\"$in\": [\"$$this.k\", [" +
+         kept + "]]}]}}}}, 0]}}";
+}
+
 }  // namespace remold

@@ -48,6 +48,9 @@ struct AttributeRule {
   // for the reload's warning).
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // Documents of `logical` still in the form written before the rule, as
+  // a filter (Extended JSON); "" when there is no such form.
+  std::string Unconverted() const;
 };
 
 }  // namespace remold

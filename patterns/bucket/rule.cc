@@ -238,4 +238,10 @@ std::string BucketRule::OnAddition() const {
          " only, and those documents stay where they are, unread, until they are migrated";
 }
 
+std::string BucketRule::Unconverted() const {
+  // Readings live in the bucket collection: anything in the logical one
+  // was written there before the rule.
+  return "{}";
+}
+
 }  // namespace remold

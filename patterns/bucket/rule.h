@@ -66,6 +66,9 @@ struct BucketRule {
   // for the reload's warning).
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // Documents of `logical` still in the form written before the rule, as
+  // a filter (Extended JSON); "" when there is no such form.
+  std::string Unconverted() const;
 
   // Field names of the maintained summaries in a bucket document.
   static constexpr const char* kCountField = "count";

@@ -426,4 +426,8 @@ std::string ComputedRule::OnAddition() const {
          "with the data already stored";
 }
 
+std::string ComputedRule::Unconverted() const {
+  return "";  // documents stay as written; `remold reconcile` checks the values
+}
+
 }  // namespace remold

@@ -8,6 +8,7 @@
 
 #include "app/rule_reloader.h"
 #include "rules/loader.h"
+#include "tests/unit/rule_texts.h"
 
 namespace remold {
 namespace {
@@ -38,15 +39,8 @@ computed:
         commentCount: count
 )";
 
-// The rules of `files` ({source, text}), as one set.
 std::shared_ptr<const RuleSet> Rules(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::vector<Rule> rules;
-  for (const auto& [source, text] : files) {
-    RuleLoadResult result = LoadRuleText(text, source);
-    EXPECT_TRUE(result.errors.empty()) << result.errors.front();
-    for (const Rule& rule : result.rules->rules()) rules.push_back(rule);
-  }
-  return std::make_shared<const RuleSet>(std::move(rules));
+  return testing::RulesFromTexts(files);
 }
 
 bool Has(const std::string& text, const std::string& part) {

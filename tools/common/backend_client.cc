@@ -129,6 +129,17 @@ std::optional<int64_t> BackendClient::EstimatedCount(const Namespace& ns) {
   return count;
 }
 
+int64_t BackendClient::CountDocuments(const Namespace& ns, const bson_t* filter, int64_t limit) {
+  Collection collection = OpenCollection(client_, ns);
+  Doc options;
+  BSON_APPEND_INT64(options.mut(), "limit", limit);
+  bson_error_t error;
+  const int64_t count =
+      mongoc_collection_count_documents(collection.get(), filter, options.get(), nullptr, nullptr, &error);
+  if (count < 0) throw BackendError(ns.full() + ": " + error.message);
+  return count;
+}
+
 void BackendClient::Find(const Namespace& ns, const bson_t* filter, const bson_t* options,
                          const DocumentFn& each) {
   Collection collection = OpenCollection(client_, ns);

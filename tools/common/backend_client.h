@@ -62,6 +62,8 @@ class BackendClient {
   void Find(const Namespace& ns, const bson_t* filter, const bson_t* options, const DocumentFn& each);
   // Runs `pipeline` (a BSON array) with allowDiskUse and calls `each` per result.
   void Aggregate(const Namespace& ns, const bson_t* pipeline, const DocumentFn& each);
+  // How many documents match `filter`, counting up to `limit`.
+  int64_t CountDocuments(const Namespace& ns, const bson_t* filter, int64_t limit);
   UpdateResult UpdateOne(const Namespace& ns, const bson_t* filter, const bson_t* update, bool upsert);
 
  private:

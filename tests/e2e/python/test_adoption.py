@@ -1,0 +1,108 @@
+"""Rules added to collections that already hold data (app/unconverted_data.h).
+
+Documents written before a rule stay in the form the application wrote:
+a bucket rule's reads do not see flat readings in the logical collection,
+and an attribute rule's queries do not match attributes stored as plain
+fields. remold must not answer from half the data without saying so:
+`remold serve` counts them at start and warns per rule, and `remold check
+DIR --backend URI` prints the counts and exits 1 until they are converted.
+"""
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pymongo
+import pytest
+
+from conftest import NO_PROXY
+from test_logging import wait_for_log
+from test_rules import run_remold
+
+pytestmark = pytest.mark.skipif(NO_PROXY, reason="asserts remold's own warnings")
+
+
+def write_rules(rules: Path, db: str) -> None:
+    rules.mkdir()
+    (rules / "readings.yaml").write_text(
+        f"namespace: {db}.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+        "  meta: [sensor]\n  time: at\n  span: 1h\n")
+    # Every field but _id, the pair array and `name` is an attribute.
+    (rules / "products.yaml").write_text(
+        f"namespace: {db}.products\npattern: attribute\nattribute:\n  array: specs\n  except: [name]\n")
+    # Only the listed fields are attributes.
+    (rules / "items.yaml").write_text(
+        f"namespace: {db}.items\npattern: attribute\nattribute:\n  array: specs\n  fields: [color, size]\n")
+
+
+def seed_flat(direct_client, db: str) -> None:
+    database = direct_client[db]
+    at = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    database.readings.insert_many([{"sensor": "s1", "at": at + datetime.timedelta(minutes=i), "temp": 1.0}
+                                   for i in range(60)])
+    database.products.insert_many([
+        {"_id": 1, "name": "laptop", "ram_gb": 16},
+        {"_id": 2, "name": "phone", "ram_gb": 8},
+        {"_id": 3, "name": "cable"},                                      # no attribute at all
+        {"_id": 4, "name": "tablet", "specs": [{"k": "ram_gb", "v": 4}]},  # already folded
+    ])
+    database.items.insert_many([{"_id": 1, "color": "red"}, {"_id": 2, "weight": 3}])
+
+
+def test_remold_says_which_rules_have_data_written_before_them(private_remold, backend, direct_client,
+                                                               db_name, tmp_path):
+    rules = tmp_path / "rules"
+    write_rules(rules, db_name)
+    seed_flat(direct_client, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        log = wait_for_log(remold, lambda text: text.count("written before the rule") >= 3)
+        assert (f"rule 'readings' (bucket, {db_name}.readings): 60 document(s) written before the rule "
+                "are not in its form") in log
+        assert f"rule 'products' (attribute, {db_name}.products): 2 document(s)" in log
+        assert f"rule 'items' (attribute, {db_name}.items): 1 document(s)" in log
+        assert remold.alive()
+
+        result = run_remold("check", str(rules), "--backend", backend.uri)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"rule 'readings' (bucket, {db_name}.readings): 60 document(s)" in result.stdout
+        assert "remold check: 3 rule(s) have documents written before them" in result.stdout
+
+        # Once they are in the rule's form (here: removed), nothing is reported.
+        direct_client[db_name].readings.delete_many({})
+        direct_client[db_name].products.delete_many({"ram_gb": {"$exists": True}})
+        direct_client[db_name].items.delete_many({"color": {"$exists": True}})
+        result = run_remold("check", str(rules), "--backend", backend.uri)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.count("written before the rule\n") == 3
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def test_data_written_through_the_rules_is_not_reported(private_remold, backend, direct_client,
+                                                       db_name, tmp_path):
+    rules = tmp_path / "rules"
+    write_rules(rules, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        with pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000) as through:
+            database = through[db_name]
+            at = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+            database.readings.insert_many([{"sensor": "s1", "at": at, "temp": 1.0}])
+            database.products.insert_many([{"_id": 1, "name": "laptop", "ram_gb": 16}, {"_id": 2, "name": "x"}])
+            database.items.insert_many([{"_id": 1, "color": "red", "weight": 3}])
+        result = run_remold("check", str(rules), "--backend", backend.uri)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "document(s) written before the rule" not in result.stdout
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def test_check_backend_usage_and_unreachable_backend(tmp_path, db_name):
+    rules = tmp_path / "rules"
+    write_rules(rules, db_name)
+    assert run_remold("check", str(rules), "--backend").returncode == 2
+    result = run_remold("check", str(rules), "--backend",
+                        "mongodb://127.0.0.1:1/?connectTimeoutMS=500&serverSelectionTimeoutMS=1000")
+    assert result.returncode == 1
+    assert "remold check: backend:" in result.stderr

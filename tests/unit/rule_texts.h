@@ -1,0 +1,29 @@
+// One RuleSet from rule file texts, for unit tests of what is said about
+// rules (reload warnings, data written before a rule).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rules/loader.h"
+
+namespace remold::testing {
+
+// The rules of `files` ({source, text}), as one set; a file that does not
+// load fails the test.
+inline std::shared_ptr<const RuleSet> RulesFromTexts(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<Rule> rules;
+  for (const auto& [source, text] : files) {
+    RuleLoadResult result = LoadRuleText(text, source);
+    EXPECT_TRUE(result.errors.empty()) << result.errors.front();
+    for (const Rule& rule : result.rules->rules()) rules.push_back(rule);
+  }
+  return std::make_shared<const RuleSet>(std::move(rules));
+}
+
+}  // namespace remold::testing

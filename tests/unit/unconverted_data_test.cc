@@ -1,0 +1,56 @@
+// UnconvertedProbes (app/unconverted_data.h): each pattern's filter for the
+// documents written before its rule, parsed, and the line that reports them.
+#include "app/unconverted_data.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rules/loader.h"
+#include "tests/unit/rule_texts.h"
+
+namespace remold {
+namespace {
+
+std::shared_ptr<const RuleSet> Rules(const std::vector<std::pair<std::string, std::string>>& files) {
+  return testing::RulesFromTexts(files);
+}
+
+Doc Json(std::string_view json) { return *Doc::FromJson(json); }
+
+TEST(UnconvertedProbes, OnePerRuleWithAFormToFind) {
+  auto rules = Rules({
+      {"readings.yaml", "namespace: iot.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+                        "  meta: [sensor]\n  time: at\n  span: 1h\n"},
+      {"items.yaml", "namespace: shop.items\npattern: attribute\nattribute:\n  array: specs\n"
+                     "  fields: [color, size]\n"},
+      {"products.yaml", "namespace: shop.products\npattern: attribute\nattribute:\n  array: props\n"
+                        "  except: [name]\n"},
+      {"comments.yaml", "namespace: blog.comments\npattern: computed\ncomputed:\n  aggregates:\n"
+                        "    - target: posts\n      link: postId\n      fields:\n        commentCount: count\n"},
+  });
+  std::vector<UnconvertedProbe> probes = UnconvertedProbes(*rules);
+  ASSERT_EQ(probes.size(), 3u);  // the computed rule stores documents as written
+  std::map<std::string, const UnconvertedProbe*> by_rule;
+  for (const UnconvertedProbe& probe : probes) by_rule[probe.rule] = &probe;
+
+  EXPECT_EQ(by_rule.at("readings")->filter, Json("{}"));
+  EXPECT_EQ(by_rule.at("readings")->logical.full(), "iot.readings");
+  EXPECT_EQ(by_rule.at("items")->filter,
+            Json(R"({"$or": [{"color": {"$exists": true}}, {"size": {"$exists": true}}]})"));
+  EXPECT_EQ(by_rule.at("products")->filter,
+            Json(R"({"props": {"$exists": false}, "$expr": {"$gt": [{"$size": {"$filter": {
+                       "input": {"$objectToArray": "$$ROOT"},
+                       "cond": {"$not": [{"$in": ["$$this.k", ["_id", "name"]]}]}}}}, 0]}})"));
+  EXPECT_EQ(DescribeUnconverted(*by_rule.at("readings"), 60).substr(0, 104),
+            "rule 'readings' (bucket, iot.readings): 60 document(s) written before the rule are not in its "
+            "form: docu");
+  EXPECT_NE(DescribeUnconverted(*by_rule.at("readings"), kUnconvertedCountLimit).find("at least 1000000"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace remold
