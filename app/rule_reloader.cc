@@ -76,13 +76,21 @@ std::vector<std::string> RuleReloader::Reload(const char* reason) {
   reloads_.fetch_add(1);
   spdlog::info("rules: loaded {} rule(s) from {} ({})", result.rules->rules().size(), directory_,
                reason);
+  std::shared_ptr<const RuleSet> before = holder_->Load();
+  std::shared_ptr<const RuleSet> after = result.rules;
   if (loaded_) {
-    for (const auto& warning : RuleChangeWarnings(*holder_->Load(), *result.rules))
-      spdlog::warn("rules: {}", warning);
+    for (const auto& warning : RuleChangeWarnings(*before, *after)) spdlog::warn("rules: {}", warning);
   }
+  const bool change = loaded_;
   loaded_ = true;
   holder_->Store(std::move(result.rules));
+  if (change && on_change_) on_change_(*before, *after);
   return {};
+}
+
+void RuleReloader::SetOnChange(OnChange on_change) {
+  std::lock_guard lock(reload_mutex_);
+  on_change_ = std::move(on_change);
 }
 
 std::string RuleReloader::Signature() const {

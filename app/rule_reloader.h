@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,10 @@ class RuleReloader {
 
   // Loads the directory; returns the errors (empty: loaded and in force).
   std::vector<std::string> Reload(const char* reason);
+  // Called after each later load that is put in force, with the rules it
+  // replaced (on the thread that reloads: the watcher's, or SIGHUP's).
+  using OnChange = std::function<void(const RuleSet& before, const RuleSet& after)>;
+  void SetOnChange(OnChange on_change);
   void Watch(std::chrono::milliseconds interval);
 
   uint64_t reloads() const { return reloads_.load(); }
@@ -55,6 +60,7 @@ class RuleReloader {
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> failures_{0};
   bool loaded_ = false;  // a set is in force: later loads are changes to it
+  OnChange on_change_;   // guarded by reload_mutex_
 };
 
 }  // namespace remold

@@ -56,6 +56,11 @@ std::optional<Config> ReadConfig(const std::vector<std::string>& args) {
   }
 }
 
+// Counts, on a thread of its own, the documents written before each rule
+// of `probes` that are not in its form, and warns of them
+// (app/unconverted_data.h).
+void CountUnconverted(std::vector<UnconvertedProbe> probes, std::shared_ptr<TopologyMonitor> topology);
+
 // One run of `remold serve`, set up in the order RunServe calls the steps.
 // A step that fails prints why and returns false. The status endpoint and
 // the server call back into this object, which outlives both.
@@ -77,8 +82,8 @@ class ServeRun {
   // Starts monitoring the backend (not with directConnection=true), and
   // its metrics.
   bool StartTopologyMonitor();
-  // Counts, on a thread of its own, the documents written before each rule
-  // that are not in its form, and warns of them (app/unconverted_data.h).
+  // Warns of the documents written before each rule, now and after each
+  // reload that adds or changes rules.
   void WarnOfUnconvertedData();
   // Binds the client address, announces it, and serves until drained.
   bool ListenAndServe();
@@ -193,16 +198,24 @@ bool ServeRun::StartTopologyMonitor() {
 }
 
 void ServeRun::WarnOfUnconvertedData() {
-  std::vector<UnconvertedProbe> probes = UnconvertedProbes(*rules_->Load());
+  CountUnconverted(UnconvertedProbes(*rules_->Load()), topology_);
+  if (reloader_) {
+    reloader_->SetOnChange([topology = topology_](const RuleSet& before, const RuleSet& after) {
+      CountUnconverted(UnconvertedProbes(after, &before), topology);
+    });
+  }
+}
+
+void CountUnconverted(std::vector<UnconvertedProbe> probes, std::shared_ptr<TopologyMonitor> topology) {
   if (probes.empty()) return;
-  if (!topology_) {
+  if (!topology) {
     spdlog::info("rules: documents written before the rules are not counted with directConnection=true; "
                  "run `remold check RULES --backend URI` to count them");
     return;
   }
   // Detached: the counts wait for the backend; the monitor outlives the
   // process's last request (it is never destroyed).
-  std::thread([probes = std::move(probes), topology = topology_] {
+  std::thread([probes = std::move(probes), topology = std::move(topology)] {
     for (const UnconvertedProbe& probe : probes) {
       std::string error;
       std::optional<int64_t> count = topology->CountDocuments(

@@ -1,12 +1,29 @@
 #include "app/unconverted_data.h"
 
+#include <set>
+#include <string>
 #include <variant>
 
 namespace remold {
 
-std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules) {
+namespace {
+
+// What identifies a rule's stored form: its collection, pattern and shape.
+std::string FormOf(const Rule& rule) {
+  return std::visit([&rule](const auto& pattern) {
+    return pattern.logical.full() + "|" + std::string(rule.pattern_name()) + "|" + pattern.Describe();
+  }, rule.pattern);
+}
+
+}  // namespace
+
+std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules, const RuleSet* before) {
+  std::set<std::string> known;
+  if (before)
+    for (const Rule& rule : before->rules()) known.insert(FormOf(rule));
   std::vector<UnconvertedProbe> probes;
   for (const Rule& rule : rules.rules()) {
+    if (known.count(FormOf(rule))) continue;
     std::visit(
         [&](const auto& pattern) {
           const std::string json = pattern.Unconverted();

@@ -2,7 +2,8 @@
 // rule's reads do not see (a bucket rule's flat readings, an attribute
 // rule's plain attribute fields): found with each pattern's Unconverted()
 // filter, so that remold never answers from half the data without saying
-// so. `remold serve` counts them at start and logs a warning per rule;
+// so. `remold serve` counts them at start, and for each rule a reload adds
+// or changes, and logs a warning per rule;
 // `remold check DIR --backend URI` prints them and exits 1.
 #pragma once
 
@@ -27,8 +28,10 @@ struct UnconvertedProbe {
 // Counts stop here: the question is whether, not exactly how many.
 inline constexpr int64_t kUnconvertedCountLimit = 1'000'000;
 
-// One probe per rule that has a form to find.
-std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules);
+// One probe per rule that has a form to find; with `before`, only for the
+// rules that are new or changed since (a rule kept as it was has been
+// reported already).
+std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules, const RuleSet* before = nullptr);
 
 // "rule 'readings' (bucket, iot.readings): 60 document(s) written before
 // the rule are not in its form: <consequence>".

@@ -52,5 +52,24 @@ TEST(UnconvertedProbes, OnePerRuleWithAFormToFind) {
             std::string::npos);
 }
 
+TEST(UnconvertedProbes, AfterAReloadOnlyNewOrChangedRules) {
+  const std::string bucket = "namespace: iot.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+                             "  meta: [sensor]\n  time: at\n  span: 1h\n";
+  // Another storage (a change of Describe()): reported again.
+  const std::string moved = "namespace: iot.readings\npattern: bucket\nbucket:\n  collection: readings_by_hour\n"
+                            "  meta: [sensor]\n  time: at\n  span: 1h\n";
+  const std::string attribute = "namespace: shop.items\npattern: attribute\nattribute:\n  array: specs\n"
+                                "  fields: [color]\n";
+  auto before = Rules({{"readings.yaml", bucket}});
+  EXPECT_TRUE(UnconvertedProbes(*Rules({{"readings.yaml", bucket}}), before.get()).empty());
+  std::vector<UnconvertedProbe> added =
+      UnconvertedProbes(*Rules({{"readings.yaml", bucket}, {"items.yaml", attribute}}), before.get());
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].rule, "items");
+  std::vector<UnconvertedProbe> changed = UnconvertedProbes(*Rules({{"readings.yaml", moved}}), before.get());
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].rule, "readings");
+}
+
 }  // namespace
 }  // namespace remold

@@ -106,3 +106,22 @@ def test_check_backend_usage_and_unreachable_backend(tmp_path, db_name):
                         "mongodb://127.0.0.1:1/?connectTimeoutMS=500&serverSelectionTimeoutMS=1000")
     assert result.returncode == 1
     assert "remold check: backend:" in result.stderr
+
+
+def test_a_rule_added_while_running_is_reported_too(private_remold, direct_client, db_name, tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    seed_flat(direct_client, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules), "--log-level", "info"))
+        (rules / "readings.yaml").write_text(
+            f"namespace: {db_name}.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+            "  meta: [sensor]\n  time: at\n  span: 1h\n")
+        log = wait_for_log(remold, lambda text: "written before the rule" in text)
+        assert f"rule 'readings' (bucket, {db_name}.readings): 60 document(s) written before the rule" in log
+        # A reload that keeps the rule as it was does not report it again.
+        (rules / "notes.txt").write_text("not a rule\n")
+        wait_for_log(remold, lambda text: text.count("rules: loaded") >= 3)
+        assert remold.stderr().count("written before the rule") == 1
+    finally:
+        direct_client.drop_database(db_name)
