@@ -189,11 +189,11 @@ awaitable<bool> BackendLinks::ConnectDirect() {
   co_return true;
 }
 
-void BackendLinks::NoteReply(const RequestRoute& route, std::span<const uint8_t> reply_document, bool failed) {
-  if (current_address_.empty()) return;
-  if (failed) {
-    std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
-    if (errors && errors->code && IsNotPrimaryCode(*errors->code)) ReportFormerPrimary();
+void BackendLinks::NoteReply(const RequestRoute& route, std::span<const uint8_t> reply_document,
+                             const std::optional<wire::ReplyErrors>& errors) {
+  if (current_address_.empty() || !errors) return;
+  if (errors->failed) {
+    if (errors->code && IsNotPrimaryCode(*errors->code)) ReportFormerPrimary();
     return;
   }
   if (!view_ || view_->kind == TopologyKind::kSingle) return;
@@ -213,9 +213,8 @@ void BackendLinks::NoteSending(bool authenticates) {
 }
 
 bool BackendLinks::AnsweredAsFormerPrimary(const std::optional<RequestRoute>& route,
-                                           std::span<const uint8_t> reply_document) const {
+                                           const std::optional<wire::ReplyErrors>& errors) const {
   if (!route || !route->transaction.empty() || current_address_.empty()) return false;
-  std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(reply_document);
   // Both codes mean the member ran nothing: sending the command again is
   // what a driver's retry does, without the round trip to the client.
   return errors && errors->failed && errors->code && (*errors->code == 10107 || *errors->code == 13435);

@@ -36,6 +36,7 @@
 #include "proxy/backend_uri.h"
 #include "proxy/connection_policy.h"
 #include "proxy/message_stream.h"
+#include "proxy/reply_errors.h"
 #include "proxy/request_route.h"
 #include "proxy/route_pins.h"
 #include "proxy/topology_monitor.h"
@@ -77,12 +78,14 @@ class BackendLinks {
   // After a reply relayed from current(): pins the cursor or transaction
   // it opened, unpins an exhausted cursor, and reports a member answering
   // as a former primary.
-  void NoteReply(const RequestRoute& route, std::span<const uint8_t> reply_document, bool failed);
+  // `errors` is the reply's scan (proxy/reply_errors.h).
+  void NoteReply(const RequestRoute& route, std::span<const uint8_t> reply_document,
+                 const std::optional<wire::ReplyErrors>& errors);
   // Whether a reply says current() is no longer the primary and ran
   // nothing (NotWritablePrimary, NotPrimaryNoSecondaryOk), outside a
   // transaction: the request may be sent again to the new primary.
   bool AnsweredAsFormerPrimary(const std::optional<RequestRoute>& route,
-                               std::span<const uint8_t> reply_document) const;
+                               const std::optional<wire::ReplyErrors>& errors) const;
   // Tells the monitor that current() answered as a former primary.
   void ReportFormerPrimary();
   // Whether the client authenticated on one of these connections.

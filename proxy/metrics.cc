@@ -164,7 +164,10 @@ void Metrics::CountErrorWithoutCode() {
 }
 
 bool Metrics::CountReplyErrors(std::span<const uint8_t> document) {
-  std::optional<wire::ReplyErrors> found = wire::ScanReplyErrors(document);
+  return CountScannedReplyErrors(wire::ScanReplyErrors(document));
+}
+
+bool Metrics::CountScannedReplyErrors(const std::optional<wire::ReplyErrors>& found) {
   if (!found) return false;
   // The rare error arrays are read with libbson.
   const std::span<const uint8_t> write_errors = found->write_errors;

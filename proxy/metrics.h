@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "proxy/prometheus.h"
+#include "proxy/reply_errors.h"
 
 namespace remold {
 
@@ -114,6 +115,8 @@ class Metrics {
   // errors: the command error (ok is not 1), each writeErrors entry, a
   // writeConcernError. Returns whether the command failed (ok is not 1).
   bool CountReplyErrors(std::span<const uint8_t> document);
+  // The same for a reply already scanned (a malformed one counts nothing).
+  bool CountScannedReplyErrors(const std::optional<wire::ReplyErrors>& found);
 
   // Extra families rendered after the proxy's own (readiness, reloads...).
   // Register before scrapes begin; each runs on the scraping thread.

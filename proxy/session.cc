@@ -209,7 +209,9 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
     // Handshakes are left out: an awaitable hello waits by design.
     if (!request.is_handshake) {
       if (first) metrics_->backend_roundtrip.Observe(Clock::now() - forwarded_at_);
-      if (first && resent < kMaxResends && links_.AnsweredAsFormerPrimary(route_, OpMsgBody(reply_))) {
+      // One scan of the reply's errors serves the resend, the metrics and the pins.
+      const std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(OpMsgBody(reply_));
+      if (first && resent < kMaxResends && links_.AnsweredAsFormerPrimary(route_, errors)) {
         if (links_.authenticated()) {
           // The member ran nothing; the client's credentials cannot follow
           // the primary. Closing is a network error a driver retries on a
@@ -224,9 +226,8 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
         const bool resent_ok = co_await ResendToNewPrimary();
         if (resent_ok) continue;  // its reply is the client's
       }
-      const bool failed = GlobalMetrics().CountReplyErrors(OpMsgBody(reply_));
-      if (failed) request_failed_ = true;
-      if (route_) links_.NoteReply(*route_, OpMsgBody(reply_), failed);
+      if (GlobalMetrics().CountScannedReplyErrors(errors)) request_failed_ = true;
+      if (route_) links_.NoteReply(*route_, OpMsgBody(reply_), errors);
     }
     first = false;
     const bool more = HasMoreToCome(reply_);
@@ -323,7 +324,7 @@ awaitable<std::optional<Doc>> Session::RoundTripToPrimary(const BackendCommand& 
   // An authenticated session cannot follow the primary: its credentials
   // are on this connection only; the reply (a follow-up's failure) stands.
   for (int resent = 0; resent < kMaxResends && reply && !links_.authenticated() &&
-                       links_.AnsweredAsFormerPrimary(route_, reply->bytes());
+                       links_.AnsweredAsFormerPrimary(route_, wire::ScanReplyErrors(reply->bytes()));
        ++resent) {
     spdlog::info("session {}: {} answered as a former primary; sending a rewritten command to the new primary",
                  id_, links_.current_address());
