@@ -84,6 +84,11 @@ bool ApplyOption(std::string_view key, std::string_view value, BackendOptions& o
 
 }  // namespace
 
+std::string HostPortText(const HostAndPort& host) {
+  const bool v6 = host.host.find(':') != std::string::npos;
+  return (v6 ? "[" + host.host + "]" : host.host) + ":" + std::to_string(host.port);
+}
+
 std::optional<HostAndPort> ParseHostAndPort(std::string_view text, std::string& error) {
   HostAndPort out;
   std::string_view port_text;

@@ -45,6 +45,9 @@ struct BackendOptions {
 // returns nullopt and sets `error` to one line naming what is wrong.
 std::optional<BackendOptions> ParseBackendUri(std::string_view uri, std::string& error);
 
+// "host:port", or "[v6addr]:port" for an IPv6 address: as URIs write it.
+std::string HostPortText(const HostAndPort& host);
+
 // "host:port" or "[v6addr]:port"; port 0 is accepted (a listener's "any").
 std::optional<HostAndPort> ParseHostAndPort(std::string_view text, std::string& error);
 

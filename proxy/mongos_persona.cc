@@ -9,11 +9,6 @@
 namespace remold {
 namespace {
 
-std::string AddressOf(const HostAndPort& host) {
-  const bool v6 = host.host.find(':') != std::string::npos;
-  return (v6 ? "[" + host.host + "]" : host.host) + ":" + std::to_string(host.port);
-}
-
 // The one shard: "rs0/a:1,b:2" for a replica set (its members as the
 // monitor knows them), "host:port" for a standalone.
 Doc ShardDocument(const TopologyView* view, const BackendOptions& backend) {
@@ -30,7 +25,7 @@ Doc ShardDocument(const TopologyView* view, const BackendOptions& backend) {
   } else if (view && !view->members.empty()) {
     host = view->members.front().address;
   } else {
-    host = AddressOf(backend.hosts.front());
+    host = HostPortText(backend.hosts.front());
   }
   Doc shard;
   AppendString(shard.mut(), "_id", id);

@@ -39,10 +39,10 @@ HostAndPort HostOf(const mongoc_host_list_t* host) { return HostAndPort{host->ho
 // "host:port" ("[v6]:port"), as libmongoc writes host_and_port: host
 // names in lower case.
 std::string AddressText(const HostAndPort& host) {
-  std::string name = host.host;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  const bool v6 = name.find(':') != std::string::npos;
-  return (v6 ? "[" + name + "]" : name) + ":" + std::to_string(host.port);
+  HostAndPort lower = host;
+  std::transform(lower.host.begin(), lower.host.end(), lower.host.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return HostPortText(lower);
 }
 
 TopologyKind ParseTopologyKind(std::string_view type) {

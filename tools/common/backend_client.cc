@@ -71,10 +71,6 @@ std::vector<std::string> PassThroughOptions(std::string_view uri) {
   return kept;
 }
 
-std::string HostText(const HostAndPort& host) {
-  bool v6 = host.host.find(':') != std::string::npos;
-  return (v6 ? "[" + host.host + "]" : host.host) + ":" + std::to_string(host.port);
-}
 
 Collection OpenCollection(mongoc_client_t* client, const Namespace& ns) {
   return Collection(mongoc_client_get_collection(client, ns.db.c_str(), ns.collection.c_str()));
@@ -92,7 +88,7 @@ void Drain(mongoc_cursor_t* cursor, const Namespace& ns, const BackendClient::Do
 std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend,
                       std::string_view app_name) {
   std::string uri = "mongodb://";
-  for (size_t i = 0; i < backend.hosts.size(); ++i) uri += (i ? "," : "") + HostText(backend.hosts[i]);
+  for (size_t i = 0; i < backend.hosts.size(); ++i) uri += (i ? "," : "") + HostPortText(backend.hosts[i]);
   uri += "/?appname=" + std::string(app_name);
   uri += "&connectTimeoutMS=" + std::to_string(backend.connect_timeout.count());
   for (const std::string& option : PassThroughOptions(backend_uri)) uri += "&" + option;
