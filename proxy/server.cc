@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <unordered_set>
 
 #include "proxy/metrics.h"
@@ -101,6 +102,7 @@ void Server::Run() {
   WaitForSignal();
   asio::co_spawn(main_context_, AcceptLoop(), asio::detached);
   main_context_.run();
+  IgnoreSignalsUntilExit();
   WaitForDrain();
   for (auto& worker : workers_) worker->Join();
   spdlog::info("stopped");
@@ -118,6 +120,15 @@ void Server::WaitForSignal() {
     spdlog::info("received signal {}: draining", signal);
     BeginDrain();
   });
+}
+
+// Stopping already: a further signal must not kill the process between
+// the signal set's destruction (which restores the default action) and
+// exit, or a drained remold exits "killed by SIGTERM" instead of 0.
+void Server::IgnoreSignalsUntilExit() {
+  boost::system::error_code ignored;
+  signals_.clear(ignored);
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) std::signal(signal, SIG_IGN);
 }
 
 void Server::Stop() {

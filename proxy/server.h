@@ -69,6 +69,7 @@ class Server {
   awaitable<void> AcceptLoop();
   void WaitForSignal();
   void BeginDrain();
+  void IgnoreSignalsUntilExit();
   void WaitForDrain();
 
   ServerOptions options_;

@@ -14,8 +14,7 @@ namespace {
 // libmongoc is initialised once per process; its log goes to remold's.
 void EnsureMongoc() {
   static const bool initialised = [] {
-    // Its shared-memory counters would leave a file per process in /dev/shm.
-    setenv("MONGOC_DISABLE_SHM", "1", 0);
+    // Its shared-memory counters file: common/driver_counters_segment.cc.
     mongoc_init();
     mongoc_log_set_handler(
         [](mongoc_log_level_t level, const char* domain, const char* message, void*) {

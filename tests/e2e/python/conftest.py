@@ -58,6 +58,13 @@ REMOLD_BINARY = Path(os.environ.get("REMOLD_BINARY") or SOURCE_DIR / "build" / "
 BACKEND_URI_ENV = os.environ.get("REMOLD_TEST_BACKEND_URI")
 NO_PROXY = os.environ.get("REMOLD_TEST_NO_PROXY") == "1"
 
+# libmongoc (which remold links) initialises itself before main() and, unless
+# this is set, creates /dev/shm/mongoc-<pid>. A file of that name left by any
+# killed libmongoc program makes it print a warning on stderr before remold
+# starts, which tests reading remold's stderr would take for remold's own.
+# remold removes its own file at start: test_sigterm checks that without it.
+os.environ.setdefault("MONGOC_DISABLE_SHM", "1")
+
 BACKEND_START_TIMEOUT = 60.0
 REMOLD_START_TIMEOUT = 15.0
 REMOLD_STOP_TIMEOUT = 20.0

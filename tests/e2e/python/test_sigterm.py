@@ -1,18 +1,22 @@
 """SIGTERM drains: a request in flight completes, then remold exits 0 and
-accepts nothing new."""
+accepts nothing new. Stopping, or being killed, leaves nothing behind."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pymongo
 import pytest
 from pymongo import monitoring
 
 import wire
+from conftest import _REMOLD_LINE, REMOLD_START_TIMEOUT, read_port_line, require_binary
 
 # A portable, CPU-bound single request: an unindexed self-$lookup is
 # quadratic in the collection size on every MongoDB-compatible server.
@@ -211,3 +215,32 @@ def test_sigterm_under_load_answers_what_it_executed(private_remold, direct_clie
     finally:
         stop.set()
         direct_client.drop_database(db_name)
+
+
+def test_signals_repeated_while_stopping_still_exit_zero(private_remold):
+    """A supervisor that repeats SIGTERM until the process is gone sees a clean
+    stop, not a death by signal in the instant between drain and exit."""
+    remold = private_remold()
+    while remold.proc.poll() is None:
+        remold.proc.send_signal(signal.SIGTERM)  # no-op once reaped
+        time.sleep(0.001)
+    assert remold.proc.returncode == 0, f"remold exited {remold.proc.returncode}"
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_a_killed_remold_leaves_no_driver_counters_file(backend):
+    """libmongoc's /dev/shm/mongoc-<pid> would outlive a SIGKILL and, once the
+    pid comes round again, make a later process warn before main()."""
+    env = {k: v for k, v in os.environ.items() if k != "MONGOC_DISABLE_SHM"}
+    proc = subprocess.Popen([str(require_binary()), "serve", "--listen", "127.0.0.1:0",
+                             "--backend", backend.uri, "--log-level", "warn"],
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    counters_file = Path(f"/dev/shm/mongoc-{proc.pid}")
+    try:
+        read_port_line(proc, _REMOLD_LINE, REMOLD_START_TIMEOUT, "remold")
+        assert not counters_file.exists(), f"{counters_file} exists while remold runs"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not counters_file.exists(), f"{counters_file} outlived the killed remold"
