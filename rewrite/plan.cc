@@ -1,5 +1,8 @@
 #include "rewrite/plan.h"
 
+#include <algorithm>
+#include <memory>
+
 namespace remold {
 
 bool IsOkReply(const Doc& reply) {
@@ -41,6 +44,49 @@ BackendCommand KillCursorsCommand(const ShapedReply& shaped) {
   bson_append_array_end(kill.body.mut(), &ids);
   AppendString(kill.body.mut(), "$db", shaped.kill_db);
   return kill;
+}
+
+namespace {
+
+// A continuation of the inner plan of AfterPrelude: called with every reply
+// so far, it hands on those after the prelude's.
+struct AfterOffset {
+  Continuation inner;
+  std::shared_ptr<size_t> offset;
+  Step operator()(std::span<const Doc> replies) const {
+    Step step = inner(replies.subspan(*offset));
+    if (step.then) step.then = AfterOffset{std::move(step.then), offset};
+    return step;
+  }
+};
+
+}  // namespace
+
+Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan) {
+  if (plan.immediate_reply) return plan;
+  auto inner = std::make_shared<Plan>(std::move(plan));
+  auto offset = std::make_shared<size_t>(0);
+  Plan out;
+  out.rule = inner->rule;
+  out.ensure = inner->ensure;
+  out.stop_on_write_errors = inner->stop_on_write_errors;
+  out.commands.push_back(std::move(first));
+  auto start_inner = [inner, offset](std::span<const Doc> replies) {
+    *offset = replies.size();
+    Step step{inner->commands, {}};
+    if (inner->then) step.then = AfterOffset{inner->then, offset};
+    return step;
+  };
+  out.then = [next = std::move(next), start_inner](std::span<const Doc> replies) {
+    std::vector<BackendCommand> writes = next(replies.front());
+    if (writes.empty()) return start_inner(replies);
+    return Step{std::move(writes), start_inner};
+  };
+  out.shape = [inner, offset](std::span<const Doc> replies) {
+    if (*offset == 0) return ShapedReply{replies.back()};  // stopped in the prelude
+    return inner->shape(replies.subspan(std::min(*offset, replies.size())));
+  };
+  return out;
 }
 
 }  // namespace remold

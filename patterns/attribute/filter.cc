@@ -214,6 +214,23 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
   FilterRewrite out;
   out.filter = Join(rewriter.Rewrite(filter));
   out.error = rewriter.error;
+  if (out.error || !rule.migrating) return out;
+  const Doc original = Doc::FromBson(filter);
+  if (out.filter == original) return out;
+  // Both forms: the rewritten filter where the pair array is, the client's
+  // where it is not (a document without attributes is in both forms, and
+  // both filters agree on it).
+  auto guarded = [&](bool exists, const Doc& form) {
+    Doc test, presence;
+    BSON_APPEND_BOOL(test.mut(), "$exists", exists);
+    AppendDoc(presence.mut(), rule.array_field, test);
+    Doc both;
+    AppendArray(both.mut(), "$and", {presence, form});
+    return both;
+  };
+  Doc mixed;
+  AppendArray(mixed.mut(), "$or", {guarded(true, out.filter), guarded(false, original)});
+  out.filter = std::move(mixed);
   return out;
 }
 

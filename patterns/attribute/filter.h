@@ -8,7 +8,10 @@
 // the rewrite states them exactly: a missing attribute is "no pair for that
 // name", and a negation is a $nor of the positive form. $and/$or/$nor
 // recurse; {"<array>.<key>": X, "<array>.<value>": P} becomes $elemMatch
-// when the rule says so.
+// when the rule says so. While the rule is `migrating`, a filter naming an
+// attribute matches both forms:
+//   {$or: [{$and: [{<array>: {$exists: true}}, <rewritten>]},
+//          {$and: [{<array>: {$exists: false}}, <the client's filter>]}]}
 #pragma once
 
 #include <optional>

@@ -19,7 +19,7 @@ bool AttributeRule::IsAttribute(std::string_view field) const {
 AttributeRule AttributeRule::Parse(const FileContext& ctx, const YAML::Node& a,
                                    const Namespace& logical) {
   ctx.CheckKeys(a, "'attribute'",
-                {"array", "key", "value", "fields", "except", "unfold", "fix_elem_match"});
+                {"array", "key", "value", "fields", "except", "unfold", "fix_elem_match", "migrating"});
   AttributeRule rule;
   rule.logical = logical;
   // One of the pair names: `key` is the YAML key, `fallback` its default.
@@ -73,11 +73,12 @@ AttributeRule AttributeRule::Parse(const FileContext& ctx, const YAML::Node& a,
                "and not neither");
   ctx.Step([&] { rule.unfold = ParseBool(ctx, a, "unfold", true); });
   ctx.Step([&] { rule.fix_elem_match = ParseBool(ctx, a, "fix_elem_match", true); });
+  ctx.Step([&] { rule.migrating = ParseBool(ctx, a, "migrating", false); });
   return rule;
 }
 
 std::string AttributeRule::Describe() const {
-  return logical.full() + " (array '" + array_field + "')";
+  return logical.full() + " (array '" + array_field + "'" + (migrating ? ", migrating" : "") + ")";
 }
 
 std::string AttributeRule::OnRemoval() const {

@@ -32,6 +32,11 @@ struct AttributeRule {
   std::vector<std::string> except;
   bool unfold = true;          // reads return the attributes as fields
   bool fix_elem_match = true;  // {"a.k": X, "a.v": P} is read as $elemMatch
+  // Documents may still be in the form written before the rule (a
+  // migration is under way, `remold migrate`): filters match both forms,
+  // and a write that changes attributes converts the documents it touches
+  // first. Costs reads an index: a filter on attributes also scans.
+  bool migrating = false;
 
   bool IsAttribute(std::string_view field) const;
 

@@ -1,0 +1,26 @@
+// The attribute pattern's migration (pure): one document at a time between
+// the form written before the rule (attributes as plain fields) and the
+// rule's form (attributes as {k, v} pairs). Used by `remold migrate` and,
+// while the rule is `migrating`, by updates that change attributes.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/doc.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+// The document in the rule's form, or nullopt with `why` when it cannot be
+// stored so (its pair array is not an array of pairs).
+std::optional<Doc> ConvertedDocument(const AttributeRule& rule, const bson_t* flat,
+                                     std::string* why = nullptr);
+
+// The document as written before the rule, or nullopt with `why` when its
+// pairs cannot become fields (a name repeats, clashes with a field, or an
+// element is not a pair): such a document is left as it is.
+std::optional<Doc> FlatDocument(const AttributeRule& rule, const bson_t* stored,
+                                std::string* why = nullptr);
+
+}  // namespace remold
