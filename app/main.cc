@@ -4,6 +4,7 @@
 //   remold check DIR       validate rule files (--backend URI: count data written before them)
 //   remold explain ...     dry-run the rewrite of one command
 //   remold reconcile ...   recompute computed rules' values, report drift, fix
+//   remold migrate ...     move a rule's existing documents into its form, or back
 //   remold --version
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 
 #include "app/explain.h"
 #include "app/serve.h"
+#include "tools/migrate/migrate.h"
 
 namespace {
 
@@ -52,6 +54,9 @@ constexpr const char* kUsage =
     "  remold reconcile --config FILE [--rule NAME] [--fix]\n"
     "                         recompute the computed rules' values from the source data,\n"
     "                         report drift (exit 1), repair it with --fix\n"
+    "  remold migrate --config FILE --rule NAME [--to flat] [--dry-run] [--batch N] [--max-rate N]\n"
+    "                         convert the documents written before a rule into its form\n"
+    "                         (or back), online, resumable; exit 1 while any are left\n"
     "  remold --version       print the version\n";
 
 }  // namespace
@@ -71,6 +76,7 @@ int main(int argc, char** argv) {
   if (args[0] == "check") return remold::RunCheck(rest, std::cout, std::cerr);
   if (args[0] == "explain") return remold::RunExplain(rest, std::cout, std::cerr);
   if (args[0] == "reconcile") return RunReconcileProgram(argv[0], rest);
+  if (args[0] == "migrate") return remold::RunMigrate(rest, std::cout, std::cerr, isatty(STDERR_FILENO));
   std::cerr << "remold: unknown command '" << args[0] << "'\n" << kUsage;
   return 2;
 }

@@ -25,4 +25,15 @@ std::optional<Doc> FlatDocument(const AttributeRule& rule, const bson_t* stored,
   return flat;
 }
 
+std::string DocumentsToMigrate(const AttributeRule& rule, MigrationDirection direction) {
+  if (direction == MigrationDirection::kToRule) return rule.Unconverted();
+  return "{\"" + rule.array_field + "\": {\"$exists\": true}}";
+}
+
+std::optional<Doc> MigratedDocument(const AttributeRule& rule, const bson_t* document,
+                                    MigrationDirection direction, std::string* why) {
+  return direction == MigrationDirection::kToRule ? ConvertedDocument(rule, document, why)
+                                                  : FlatDocument(rule, document, why);
+}
+
 }  // namespace remold

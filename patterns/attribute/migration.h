@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/doc.h"
+#include "patterns/migration.h"
 #include "rules/rule.h"
 
 namespace remold {
@@ -22,5 +23,13 @@ std::optional<Doc> ConvertedDocument(const AttributeRule& rule, const bson_t* fl
 // element is not a pair): such a document is left as it is.
 std::optional<Doc> FlatDocument(const AttributeRule& rule, const bson_t* stored,
                                 std::string* why = nullptr);
+
+// The migration part of the pattern (patterns/migration.h). Flat
+// documents are those of rule.Unconverted(); documents in the rule's form
+// are those with the pair array.
+std::string DocumentsToMigrate(const AttributeRule& rule, MigrationDirection direction);
+std::optional<Doc> MigratedDocument(const AttributeRule& rule, const bson_t* document,
+                                    MigrationDirection direction, std::string* why);
+inline bool ReadsBothForms(const AttributeRule& rule) { return rule.migrating; }
 
 }  // namespace remold

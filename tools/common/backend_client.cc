@@ -166,4 +166,23 @@ UpdateResult BackendClient::UpdateOne(const Namespace& ns, const bson_t* filter,
   return result;
 }
 
+BatchUpdateResult BackendClient::UpdateBatch(const Namespace& ns, const std::vector<Doc>& statements) {
+  Doc command;
+  AppendString(command.mut(), "update", ns.collection);
+  AppendArray(command.mut(), "updates", statements);
+  BSON_APPEND_BOOL(command.mut(), "ordered", false);
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_client_write_command_with_opts(client_, ns.db.c_str(), command.get(), nullptr, reply.get(), &error))
+    throw BackendError(ns.full() + ": " + error.message);
+  BatchUpdateResult result;
+  result.matched = FindInteger(reply.get(), "n").value_or(0);
+  if (auto errors = ::remold::Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
+    for (const Doc& e : ArrayDocuments(*errors))
+      result.errors.push_back("statement " + std::to_string(FindInteger(e.get(), "index").value_or(-1)) +
+                              ": " + FindString(e.get(), "errmsg").value_or("write error"));
+  }
+  return result;
+}
+
 }  // namespace remold

@@ -13,7 +13,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "common/doc.h"
 #include "proxy/backend_uri.h"
 #include "rules/rule.h"
 
@@ -45,6 +47,15 @@ struct UpdateResult {
   int64_t upserted = 0;
 };
 
+// What an unordered update of several statements did.
+struct BatchUpdateResult {
+  int64_t matched = 0;
+  std::vector<std::string> errors;  // "statement N: <errmsg>", one per write error
+};
+
+// A count limit that counts every document.
+inline constexpr int64_t kCountAll = int64_t{1} << 53;
+
 class BackendClient {
  public:
   using DocumentFn = std::function<void(DocumentView)>;
@@ -62,9 +73,13 @@ class BackendClient {
   void Find(const Namespace& ns, const bson_t* filter, const bson_t* options, const DocumentFn& each);
   // Runs `pipeline` (a BSON array) with allowDiskUse and calls `each` per result.
   void Aggregate(const Namespace& ns, const bson_t* pipeline, const DocumentFn& each);
-  // How many documents match `filter`, counting up to `limit`.
+  // How many documents match `filter`, counting up to `limit`
+  // (kCountAll: all of them).
   int64_t CountDocuments(const Namespace& ns, const bson_t* filter, int64_t limit);
   UpdateResult UpdateOne(const Namespace& ns, const bson_t* filter, const bson_t* update, bool upsert);
+  // One unordered update command of `statements` ({q, u, multi}), in one
+  // round trip.
+  BatchUpdateResult UpdateBatch(const Namespace& ns, const std::vector<Doc>& statements);
 
  private:
   _mongoc_client_t* client_ = nullptr;

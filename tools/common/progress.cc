@@ -40,7 +40,8 @@ std::string RenderProgressLine(const ProgressLabels& labels, int64_t done, std::
 }
 
 Progress::Progress(std::ostream& err, bool terminal, ProgressLabels labels, std::optional<int64_t> total)
-    : err_(err), terminal_(terminal), labels_(std::move(labels)), total_(total), last_(Clock::now()) {
+    : err_(err), terminal_(terminal), labels_(std::move(labels)), total_(total), last_(Clock::now()),
+      start_(last_) {
   if (terminal_) Draw();
 }
 
@@ -48,8 +49,10 @@ Progress::~Progress() {
   if (drawn_) err_ << "\n" << std::flush;
 }
 
-void Progress::Step() {
-  ++done_;
+void Progress::Step() { Advance(1); }
+
+void Progress::Advance(int64_t count) {
+  done_ += count;
   Clock::time_point now = Clock::now();
   auto interval = terminal_ ? std::chrono::duration_cast<Clock::duration>(kTerminalInterval)
                             : std::chrono::duration_cast<Clock::duration>(kLineInterval);
@@ -70,12 +73,26 @@ void Progress::Finish() {
   drawn_ = false;
 }
 
+std::string Progress::RateAndEta(bool terminal) const {
+  const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  if (!labels_.rate || seconds < 0.5) return "";
+  const auto rate = static_cast<int64_t>(done_ / seconds);
+  std::string text = terminal ? "  " + WithThousands(rate) + "/s" : ", " + std::to_string(rate) + "/s";
+  if (total_ && rate > 0) {
+    const int64_t left = std::max<int64_t>(0, *total_ - done_) / rate;
+    text += terminal ? "  ETA " + std::to_string(left / 60) + ":" + (left % 60 < 10 ? "0" : "") +
+                           std::to_string(left % 60)
+                     : ", ETA " + std::to_string(left) + " s";
+  }
+  return text;
+}
+
 void Progress::Draw() {
   if (terminal_) {
-    err_ << "\r" << RenderBar(done_, total_, labels_.noun) << "\x1b[K" << std::flush;
+    err_ << "\r" << RenderBar(done_, total_, labels_.noun) << RateAndEta(true) << "\x1b[K" << std::flush;
     drawn_ = true;
   } else {
-    err_ << RenderProgressLine(labels_, done_, total_) << "\n" << std::flush;
+    err_ << RenderProgressLine(labels_, done_, total_) << RateAndEta(false) << "\n" << std::flush;
   }
 }
 

@@ -32,6 +32,8 @@ struct ProgressLabels {
   std::string ns;      // "blog.posts"
   std::string verb;    // "checked"
   std::string noun;    // "posts"
+  bool rate = false;   // also the rate and, with a total, the time left:
+                       // "  1,250/s  ETA 0:42" on the bar, ", 1250/s, ETA 42 s" on lines
 };
 
 // "reconcile: rule comments: 4812/11630 blog.posts checked".
@@ -47,6 +49,8 @@ class Progress {
 
   // One more document scanned.
   void Step();
+  // `count` more.
+  void Advance(int64_t count);
   // Clears a drawn bar so a report line can be printed; the next Step()
   // draws it again.
   void Clear();
@@ -56,6 +60,7 @@ class Progress {
  private:
   using Clock = std::chrono::steady_clock;
   void Draw();
+  std::string RateAndEta(bool terminal) const;
 
   std::ostream& err_;
   bool terminal_;
@@ -64,6 +69,7 @@ class Progress {
   int64_t done_ = 0;
   bool drawn_ = false;
   Clock::time_point last_;
+  Clock::time_point start_;
 };
 
 }  // namespace remold

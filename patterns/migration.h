@@ -1,0 +1,40 @@
+// The optional migration part of a pattern: what `remold migrate` needs to
+// move a collection's documents between the form written before the rule
+// ("flat") and the rule's stored form, one document at a time. A pattern
+// provides it (in its rewrite part, pure) by these overloads for its rule
+// type R; the tool finds them with the concept below, and says which rules
+// can be migrated from the patterns that satisfy it:
+//
+//   std::string DocumentsToMigrate(const R&, MigrationDirection);
+//       // a filter (Extended JSON) on the rule's collection matching the
+//       // documents still in the direction's source form
+//   std::optional<Doc> MigratedDocument(const R&, const bson_t* document,
+//                                       MigrationDirection, std::string* why);
+//       // the document in the direction's target form; nullopt (with why)
+//       // when it cannot be converted and is left as it is
+//   bool ReadsBothForms(const R&);
+//       // whether reads and writes through remold handle both forms now,
+//       // so that the documents can move while the application runs
+#pragma once
+
+#include <concepts>
+#include <optional>
+#include <string>
+
+#include "common/doc.h"
+
+namespace remold {
+
+enum class MigrationDirection {
+  kToRule,  // flat documents into the rule's form
+  kToFlat,  // back, before the rule is retired or changed
+};
+
+template <typename R>
+concept DocumentMigration = requires(const R& rule, const bson_t* document, std::string* why) {
+  { DocumentsToMigrate(rule, MigrationDirection::kToRule) } -> std::same_as<std::string>;
+  { MigratedDocument(rule, document, MigrationDirection::kToRule, why) } -> std::same_as<std::optional<Doc>>;
+  { ReadsBothForms(rule) } -> std::same_as<bool>;
+};
+
+}  // namespace remold

@@ -1,0 +1,7 @@
+// The migration part (patterns/migration.h) of every pattern that has one:
+// `remold migrate` includes this one header.
+#pragma once
+
+#include "patterns/attribute/migration.h"
+#include "patterns/migration.h"
+#include "patterns/patterns.h"

@@ -1,0 +1,254 @@
+"""`remold migrate` on an attribute rule, online (tools/migrate/migrate.h).
+
+Products are written flat, straight to the backend, before the rule exists.
+remold then serves them under the rule with `migrating: true` while an
+application writes and reads through it the whole time, and every read is
+compared with a flat oracle collection that receives the same writes. The
+migration is killed halfway, resumed from its checkpoint, finished, and
+finally run back with --to flat. Through all of it, no read may differ
+from the oracle.
+"""
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pymongo
+import pytest
+
+from conftest import NO_PROXY, require_binary
+from test_rules import run_remold
+
+pytestmark = pytest.mark.skipif(NO_PROXY, reason="runs remold migrate against remold's rules")
+
+N_PRODUCTS = 1500
+COLORS = ["red", "blue", "$grey", None]
+
+# Filters an application runs on attributes, and on fixed fields next to them.
+QUERIES = [
+    {"ram_gb": {"$gte": 32}},
+    {"color": "red"},
+    {"color": None},
+    {"ram_gb": {"$exists": False}},
+    {"color": {"$ne": "red"}},
+    {"ram_gb": {"$in": [1, 2, 3]}, "price": {"$lt": 500}},
+    {"$or": [{"ram_gb": 7}, {"name": "p11"}]},
+    {"price": {"$gte": 1400}},
+]
+
+
+def flat_product(i: int, rng: random.Random) -> dict:
+    doc = {"_id": i, "name": f"p{i}", "price": i}
+    if rng.random() < 0.9:
+        doc["ram_gb"] = rng.randrange(64)
+    color = rng.choice(COLORS)
+    if color is not None:
+        doc["color"] = color
+    return doc
+
+
+def rule_file(rules: Path, db: str, migrating: bool = True) -> None:
+    rules.mkdir(exist_ok=True)
+    (rules / "products.yaml").write_text(
+        f"namespace: {db}.products\npattern: attribute\nattribute:\n  array: specs\n"
+        f"  except: [name, price]\n  migrating: {'true' if migrating else 'false'}\n")
+
+
+class Application:
+    """Writes through remold and to the oracle, and checks reads against it.
+
+    One lock orders the application's own operations, so a read of remold
+    and the same read of the oracle see the same writes; the migration runs
+    outside it, as it would in production."""
+
+    def __init__(self, through: pymongo.collection.Collection, oracle: pymongo.collection.Collection):
+        self.through, self.oracle = through, oracle
+        self.lock = threading.Lock()
+        self.rng = random.Random(7)
+        self.next_id = N_PRODUCTS
+        self.writes = self.reads = 0
+        self.wrong: list[str] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+
+    def write_once(self) -> None:
+        with self.lock:
+            kind = self.rng.random()
+            if kind < 0.3:
+                doc = flat_product(self.next_id, self.rng)
+                self.next_id += 1
+                self.through.insert_one(dict(doc))
+                self.oracle.insert_one(doc)
+            elif kind < 0.7:
+                target = {"_id": self.rng.randrange(self.next_id)}
+                update = {"$set": {"ram_gb": self.rng.randrange(64)}}
+                assert self.through.update_one(target, update).matched_count == \
+                    self.oracle.update_one(target, update).matched_count
+            elif kind < 0.8:
+                target = {"price": {"$lt": self.rng.randrange(40)}}
+                update = {"$inc": {"ram_gb": 1}}
+                assert self.through.update_many(target, update).matched_count == \
+                    self.oracle.update_many(target, update).matched_count
+            elif kind < 0.9:
+                target = {"_id": self.rng.randrange(self.next_id)}
+                update = {"$set": {"price": self.rng.randrange(2000)}}  # a fixed field
+                self.through.update_one(target, update)
+                self.oracle.update_one(target, update)
+            else:
+                target = {"_id": self.rng.randrange(self.next_id)}
+                assert self.through.delete_one(target).deleted_count == \
+                    self.oracle.delete_one(target).deleted_count
+            self.writes += 1
+
+    def read_once(self, query: dict) -> None:
+        with self.lock:
+            got = sorted(self.through.find(query), key=lambda d: d["_id"])
+            want = sorted(self.oracle.find(query), key=lambda d: d["_id"])
+            count = self.through.count_documents(query)
+            self.reads += 1
+        if got != want or count != len(want):
+            missing = [d["_id"] for d in want if d not in got][:5]
+            extra = [d["_id"] for d in got if d not in want][:5]
+            self.wrong.append(f"{query}: {len(got)} (count {count}) vs oracle {len(want)}; "
+                              f"missing {missing}, differing or extra {extra}")
+
+    def run(self, write: bool) -> None:
+        i = 0
+        while not self.stop.is_set():
+            try:
+                if write:
+                    self.write_once()
+                else:
+                    self.read_once(QUERIES[i % len(QUERIES)])
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                return
+            i += 1
+
+    def check_everything(self) -> None:
+        for query in QUERIES + [{}]:
+            self.read_once(query)
+
+
+def migrate(rules: Path, backend_uri: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([str(require_binary()), "migrate", "--backend", backend_uri, "--rules",
+                             str(rules), "--rule", "products", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_client, db_name, tmp_path):
+    database = direct_client[db_name]
+    rng = random.Random(1)
+    seed = [flat_product(i, rng) for i in range(N_PRODUCTS)]
+    database.products.insert_many([dict(d) for d in seed])
+    database.products_oracle.insert_many(seed)
+    rules = tmp_path / "rules"
+    rule_file(rules, db_name)
+    flat_filter = {"specs": {"$exists": False}, "$or": [{"ram_gb": {"$exists": True}}, {"color": {"$exists": True}}]}
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        client = pymongo.MongoClient(remold.uri)
+        app = Application(client[db_name].products, database.products_oracle)
+        app.check_everything()  # before any migration: every flat product is read correctly
+        threads = [threading.Thread(target=app.run, args=(write,)) for write in (True, False)]
+        for thread in threads:
+            thread.start()
+
+        # A throttled migration, killed once it has converted part of the collection.
+        first = migrate(rules, backend.uri, "--batch", "100", "--max-rate", "1000")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            checkpoint = database.remold_migrations.find_one({"_id": "products"}) or {}
+            if checkpoint.get("converted", 0) >= 300:
+                break
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        converted_before = database.remold_migrations.find_one({"_id": "products"})["converted"]
+        assert 300 <= converted_before < N_PRODUCTS, converted_before
+        assert database.products.count_documents(flat_filter) > 0  # halfway: both forms stored
+
+        # Resumed from the checkpoint, it finishes.
+        second = migrate(rules, backend.uri, "--batch", "200")
+        out, err = second.communicate(timeout=600)
+        assert second.returncode == 0, out + err
+        assert "resuming from the checkpoint" in out, out
+        assert "0 left in the flat form" in out, out
+        assert database.products.count_documents(flat_filter) == 0
+
+        time.sleep(1.0)  # reads and writes go on over the converted collection
+        app.stop.set()
+        for thread in threads:
+            thread.join(60)
+        assert not app.errors, app.errors
+        app.check_everything()
+
+        # Back to the flat form, with the application stopped (writes through
+        # remold keep storing the rule's form while the rule is active).
+        back = migrate(rules, backend.uri, "--to", "flat")
+        out, err = back.communicate(timeout=600)
+        assert back.returncode == 0, out + err
+        assert database.products.count_documents({"specs": {"$exists": True}}) == 0
+        app.check_everything()
+        # Without the rule, the plain collection is the oracle's twin.
+        got = sorted(database.products.find(), key=lambda d: d["_id"])
+        want = sorted(database.products_oracle.find(), key=lambda d: d["_id"])
+        assert got == want
+
+        print(f"\nmigrate adoption: {app.writes} writes, {app.reads} reads, {len(app.wrong)} wrong, "
+              f"killed after {converted_before} converted, resumed")
+        assert not app.wrong, app.wrong[:5]
+        assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def test_migrate_refuses_what_it_cannot_do_safely(backend, tmp_path):
+    rules = tmp_path / "rules"
+    rule_file(rules, "shop", migrating=False)
+    (rules / "readings.yaml").write_text(
+        "namespace: shop.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+        "  meta: [sensor]\n  time: at\n  span: 1h\n")
+    result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "products",
+                        "--to", "flat")
+    assert result.returncode == 2
+    assert "is not migrating" in result.stderr and "migrating: true" in result.stderr, result.stderr
+    result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "readings")
+    assert result.returncode == 2
+    assert "is a bucket rule" in result.stderr, result.stderr
+    result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "nope")
+    assert result.returncode == 2 and "no rule named 'nope'" in result.stderr, result.stderr
+    result = run_remold("migrate", "--rules", str(rules))
+    assert result.returncode == 2 and "--rule NAME: required" in result.stderr, result.stderr
+    result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "products",
+                        "--batch", "0")
+    assert result.returncode == 2 and "--batch" in result.stderr, result.stderr
+
+
+def test_migrate_dry_run_and_unconvertible_documents(backend, direct_client, db_name, tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "items.yaml").write_text(
+        f"namespace: {db_name}.items\npattern: attribute\nattribute:\n  array: specs\n"
+        "  fields: [color, size]\n  migrating: true\n")
+    items = direct_client[db_name].items
+    items.insert_many([{"_id": 1, "color": "red"}, {"_id": 2, "size": 3, "weight": 1},
+                       {"_id": 3, "color": "blue", "specs": "not pairs"}, {"_id": 4, "weight": 2}])
+    try:
+        args = ("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "items")
+        dry = run_remold(*args, "--dry-run")
+        assert dry.returncode == 1, dry.stdout + dry.stderr
+        assert "2 document(s) would be converted, 1 cannot be" in dry.stdout, dry.stdout
+        assert items.count_documents({"specs": {"$exists": True}}) == 1  # nothing written
+        real = run_remold(*args)
+        assert real.returncode == 1, real.stdout + real.stderr
+        assert "cannot convert { \"_id\" : 3 }" in real.stdout, real.stdout
+        assert "1 left in the flat form" in real.stdout, real.stdout
+        assert items.find_one({"_id": 2}) == {"_id": 2, "weight": 1, "specs": [{"k": "size", "v": 3}]}
+        assert items.find_one({"_id": 4}) == {"_id": 4, "weight": 2}
+    finally:
+        direct_client.drop_database(db_name)

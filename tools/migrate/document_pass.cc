@@ -1,0 +1,142 @@
+#include "tools/migrate/document_pass.h"
+
+#include <chrono>
+#include <thread>
+
+#include "rewrite/unchanged_guard.h"
+
+namespace remold {
+namespace {
+
+// Past this many documents that cannot be converted, the pass stops: the
+// rule does not fit the data, and the sweep would carry the list in every
+// query.
+constexpr size_t kMaxFailures = 10'000;
+// Sweeps in a row that convert nothing (every guard lost its race) before
+// the pass gives up on what is left.
+constexpr int kMaxIdleSweeps = 3;
+
+Doc All(std::vector<Doc> clauses) {
+  Doc all;
+  AppendArray(all.mut(), "$and", clauses);
+  return all;
+}
+
+// {_id: {$gt: <after>}}
+Doc After(const Doc& after) {
+  Doc gt, filter;
+  AppendValue(gt.mut(), "$gt", *Find(after.get(), "_id"));
+  AppendDoc(filter.mut(), "_id", gt);
+  return filter;
+}
+
+// {_id: {$nin: [...]}}
+Doc NoneOf(const std::vector<Doc>& ids) {
+  Doc nin, filter;
+  bson_t array;
+  BSON_APPEND_ARRAY_BEGIN(nin.mut(), "$nin", &array);
+  for (size_t i = 0; i < ids.size(); ++i) AppendValue(&array, std::to_string(i), *Find(ids[i].get(), "_id"));
+  bson_append_array_end(nin.mut(), &array);
+  AppendDoc(filter.mut(), "_id", nin);
+  return filter;
+}
+
+Doc IdOf(const bson_t* document) {
+  Doc id;
+  if (auto value = Find(document, "_id")) AppendValue(id.mut(), "_id", *value);
+  return id;
+}
+
+// Sleeps as needed to keep `done` documents since `start` within `rate`.
+void Throttle(std::optional<double> rate, int64_t done, std::chrono::steady_clock::time_point start) {
+  if (!rate || *rate <= 0) return;
+  const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(done / *rate));
+  std::this_thread::sleep_until(due);
+}
+
+}  // namespace
+
+PassOutcome RunDocumentPass(BackendClient& backend, Checkpoint& checkpoint,
+                            const DocumentConverter& converter, const PassOptions& options,
+                            Progress& progress, std::ostream& report) {
+  PassOutcome outcome;
+  std::vector<Doc> failed_ids;
+  bool ordered = true;
+  int idle_sweeps = 0;
+  const auto start = std::chrono::steady_clock::now();
+  Doc options_ordered, options_sweep;
+  Doc by_id;
+  BSON_APPEND_INT32(by_id.mut(), "_id", 1);
+  AppendDoc(options_ordered.mut(), "sort", by_id);
+  BSON_APPEND_INT64(options_ordered.mut(), "limit", options.batch);
+  BSON_APPEND_INT64(options_sweep.mut(), "limit", options.batch);
+
+  while (true) {
+    std::vector<Doc> clauses = {converter.source};
+    if (ordered && checkpoint.after) clauses.push_back(After(*checkpoint.after));
+    if (!failed_ids.empty()) clauses.push_back(NoneOf(failed_ids));
+    const Doc filter = All(std::move(clauses));
+    std::vector<Doc> documents;
+    backend.Find(checkpoint.ns, filter.get(), (ordered ? options_ordered : options_sweep).get(),
+                 [&](DocumentView view) { documents.push_back(Doc::FromBson(view.bson)); });
+    if (documents.empty()) {
+      if (ordered && !options.dry_run) {
+        ordered = false;
+        continue;
+      }
+      break;
+    }
+
+    std::vector<Doc> statements;
+    std::vector<const Doc*> converted_from;
+    for (const Doc& document : documents) {
+      std::string why;
+      std::optional<Doc> converted = converter.convert(document.get(), &why);
+      if (!converted) {
+        progress.Clear();
+        report << "cannot convert " << IdOf(document.get()).ToRelaxedJson() << ": " << why << "\n";
+        failed_ids.push_back(IdOf(document.get()));
+        ++outcome.failed;
+        continue;
+      }
+      Doc statement;
+      AppendDoc(statement.mut(), "q", UnchangedDocument(document));
+      AppendDoc(statement.mut(), "u", *converted);
+      statements.push_back(std::move(statement));
+      converted_from.push_back(&document);
+    }
+    int64_t converted_now = static_cast<int64_t>(statements.size());
+    if (!options.dry_run && !statements.empty()) {
+      BatchUpdateResult result = backend.UpdateBatch(checkpoint.ns, statements);
+      converted_now = result.matched;
+      for (const std::string& error : result.errors) {
+        progress.Clear();
+        report << "write failed: " << error << "\n";
+      }
+    }
+    outcome.converted += converted_now;
+    checkpoint.converted += options.dry_run ? 0 : converted_now;
+    checkpoint.failed += options.dry_run ? 0 : static_cast<int64_t>(documents.size() - statements.size());
+    if (ordered) checkpoint.after = IdOf(documents.back().get());
+    if (!options.dry_run) SaveCheckpoint(backend, checkpoint, false);
+    progress.Advance(static_cast<int64_t>(documents.size()));
+    if (failed_ids.size() > kMaxFailures) {
+      progress.Clear();
+      report << "stopping: more than " << kMaxFailures << " documents cannot be converted\n";
+      break;
+    }
+    if (!ordered) {
+      idle_sweeps = converted_now == 0 && statements.size() > 0 ? idle_sweeps + 1 : 0;
+      if (idle_sweeps >= kMaxIdleSweeps) break;  // every guard keeps losing: left, counted below
+    }
+    Throttle(options.max_rate, outcome.converted + outcome.failed, start);
+  }
+  if (!options.dry_run) {
+    outcome.left = backend.CountDocuments(checkpoint.ns, converter.source.get(), kCountAll);
+    SaveCheckpoint(backend, checkpoint, outcome.left == 0);
+  }
+  return outcome;
+}
+
+}  // namespace remold

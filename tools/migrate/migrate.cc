@@ -1,0 +1,255 @@
+#include "tools/migrate/migrate.h"
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+
+#include "app/config.h"
+#include "patterns/migrations.h"
+#include "rules/loader.h"
+#include "tools/common/backend_client.h"
+#include "tools/common/progress.h"
+#include "tools/migrate/checkpoint.h"
+#include "tools/migrate/document_pass.h"
+
+namespace remold {
+namespace {
+
+constexpr int kDone = 0;
+constexpr int kLeft = 1;
+constexpr int kError = 2;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::vector<std::string> config_args;  // --config, --backend, --rules, for LoadServeConfig
+  std::string rule;
+  MigrationDirection direction = MigrationDirection::kToRule;
+  PassOptions pass;
+  bool help = false;
+};
+
+int64_t PositiveInteger(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value <= 0) throw UsageError(flag + ": expected a positive integer, got '" + text + "'");
+  return value;
+}
+
+double PositiveRate(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value > 0))
+    throw UsageError("--max-rate: expected documents per second (a positive number), got '" + text + "'");
+  return value;
+}
+
+Options ParseOptions(const std::vector<std::string>& args) {
+  Options options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw UsageError(arg + ": expected a value (see remold migrate --help)");
+      return args[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+    } else if (arg == "--dry-run") {
+      options.pass.dry_run = true;
+    } else if (arg == "--rule") {
+      options.rule = value();
+    } else if (arg == "--to") {
+      const std::string& to = value();
+      if (to != "flat") throw UsageError("--to: expected 'flat', got '" + to + "'");
+      options.direction = MigrationDirection::kToFlat;
+    } else if (arg == "--batch") {
+      options.pass.batch = PositiveInteger(arg, value());
+    } else if (arg == "--max-rate") {
+      options.pass.max_rate = PositiveRate(value());
+    } else if (arg == "--config" || arg == "--backend" || arg == "--rules") {
+      options.config_args.push_back(arg);
+      options.config_args.push_back(value());
+    } else {
+      throw UsageError("unknown argument '" + arg + "' (see remold migrate --help)");
+    }
+  }
+  if (!options.help && options.rule.empty()) throw UsageError("--rule NAME: required (the rule file's stem)");
+  return options;
+}
+
+// The rules remold migrate can move, as "name (pattern)", for messages.
+std::string MigratableRules(const RuleSet& rules) {
+  std::string names;
+  for (const Rule& rule : rules.rules()) {
+    const bool migratable = std::visit([](const auto& p) { return DocumentMigration<std::decay_t<decltype(p)>>; },
+                                       rule.pattern);
+    if (migratable) names += (names.empty() ? "" : ", ") + rule.name;
+  }
+  return names.empty() ? "none" : names;
+}
+
+std::string MigratablePatterns() {
+  std::string names;
+  ForEachPatternType([&]<typename R>() {
+    if constexpr (DocumentMigration<R>) names += (names.empty() ? "" : ", ") + std::string(R::kName);
+  });
+  return names;
+}
+
+// The converter of `rule`, or a UsageError saying why it has none.
+DocumentConverter ConverterFor(const Rule& rule, MigrationDirection direction, bool dry_run, std::ostream& out) {
+  return std::visit(
+      [&](const auto& pattern) -> DocumentConverter {
+        using R = std::decay_t<decltype(pattern)>;
+        if constexpr (!DocumentMigration<R>) {
+          throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) +
+                           " rule; remold migrate moves the documents of these patterns: " + MigratablePatterns());
+        } else {
+          if (!ReadsBothForms(pattern)) {
+            if (direction == MigrationDirection::kToFlat && !dry_run)
+              throw UsageError("rule '" + rule.name + "' is not migrating: reads through remold would miss "
+                               "every document moved back to the flat form. Set `migrating: true` in " +
+                               rule.source + ", let remold reload it, then run this again");
+            out << "migrate: note: rule '" << rule.name << "' is not migrating: until a document is converted, "
+                << "reads through remold do not see it in the rule's form (set `migrating: true` in "
+                << rule.source << " for reads that cover both forms)\n";
+          }
+          std::string error;
+          std::optional<Doc> source = Doc::FromJson(DocumentsToMigrate(pattern, direction), &error);
+          if (!source) throw std::logic_error("rule '" + rule.name + "': bad migration filter: " + error);
+          return DocumentConverter{*source, [pattern, direction](const bson_t* document, std::string* why) {
+                                     return MigratedDocument(pattern, document, direction, why);
+                                   }};
+        }
+      },
+      rule.pattern);
+}
+
+std::string Rate(int64_t count, double seconds) {
+  return seconds > 0 ? WithThousands(static_cast<int64_t>(count / seconds)) + "/s" : "-";
+}
+
+}  // namespace
+
+std::string MigrateUsage() {
+  return "usage: remold migrate --config FILE --rule NAME [--to flat] [--dry-run]\n"
+         "                      [--batch N] [--max-rate DOCS/S]\n"
+         "\n"
+         "Converts the documents of a rule's collection written before the rule into\n"
+         "the rule's stored form, or back with --to flat, while the application runs.\n"
+         "Resumes from the checkpoint in <db>.remold_migrations when interrupted.\n"
+         "\n"
+         "flags:\n"
+         "  --config FILE     the configuration `remold serve` reads (backend, rules)\n"
+         "  --backend URI     override the backend of the file\n"
+         "  --rules DIR       override the rules directory of the file\n"
+         "  --rule NAME       the rule (its file's stem)\n"
+         "  --to flat         back to the form written before the rule (the rule must\n"
+         "                    say `migrating: true`)\n"
+         "  --dry-run         convert in memory only: report what would change\n"
+         "  --batch N         documents per batch (default 500)\n"
+         "  --max-rate N      at most N documents per second\n"
+         "\n"
+         "exit status: 0 nothing left to convert, 1 documents left, 2 error\n";
+}
+
+int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+               bool err_is_terminal) {
+  const std::string prefix = "remold migrate: ";
+  try {
+    Options options = ParseOptions(args);
+    if (options.help) {
+      out << MigrateUsage();
+      return kDone;
+    }
+    Config config = LoadServeConfig(options.config_args);
+    if (config.rules_dir.empty()) throw UsageError("rules: required (set --rules or the 'rules' key)");
+    RuleLoadResult loaded = LoadRuleDirectory(config.rules_dir);
+    for (const std::string& error : loaded.errors) err << error << "\n";
+    if (!loaded.errors.empty()) throw UsageError(std::to_string(loaded.errors.size()) + " error(s) in the rules");
+    const Rule* rule = nullptr;
+    for (const Rule& candidate : loaded.rules->rules())
+      if (candidate.name == options.rule) rule = &candidate;
+    if (!rule)
+      throw UsageError("no rule named '" + options.rule + "' in " + config.rules_dir +
+                       " (rules that can be migrated: " + MigratableRules(*loaded.rules) + ")");
+    const Namespace ns = rule->logical();
+    const bool to_rule = options.direction == MigrationDirection::kToRule;
+    out << "migrate: rule " << rule->name << " (" << rule->pattern_name() << ", " << ns.full() << "): "
+        << (to_rule ? "flat documents into the rule's form" : "documents back to the flat form")
+        << (options.pass.dry_run ? " (dry run: nothing is written)" : "") << "\n";
+    DocumentConverter converter = ConverterFor(*rule, options.direction, options.pass.dry_run, out);
+
+    BackendClient backend(MongocUri(config.backend_uri, config.backend, "remold-migrate"));
+    try {
+      backend.Ping();
+    } catch (const BackendError& e) {
+      throw BackendError("cannot reach the backend " + config.backend_uri + ": " + e.what());
+    }
+    Checkpoint checkpoint = LoadCheckpoint(backend, rule->name, ns, options.direction);
+    if (checkpoint.resumed)
+      out << "migrate: resuming from the checkpoint in " << CheckpointCollection(ns).full() << " ("
+          << WithThousands(checkpoint.converted) << " converted before)\n";
+    const int64_t total = backend.CountDocuments(ns, converter.source.get(), kCountAll);
+    out << std::flush;
+    const auto start = std::chrono::steady_clock::now();
+    PassOutcome outcome;
+    {
+      Progress progress(err, err_is_terminal,
+                        {"migrate: rule " + rule->name, ns.full(), options.pass.dry_run ? "read" : "converted",
+                         ns.collection, true},
+                        total);
+      outcome = RunDocumentPass(backend, checkpoint, converter, options.pass, progress, out);
+      progress.Finish();
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char elapsed[32];
+    std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
+    if (options.pass.dry_run) {
+      out << "migrate: dry run: " << WithThousands(outcome.converted) << " document(s) would be converted, "
+          << WithThousands(outcome.failed) << " cannot be\n";
+      return outcome.failed > 0 ? kLeft : kDone;
+    }
+    out << "migrate: converted " << WithThousands(outcome.converted) << " document(s) in " << elapsed << " ("
+        << Rate(outcome.converted, seconds) << "); " << WithThousands(outcome.failed)
+        << " cannot be converted; " << WithThousands(outcome.left) << " left in the "
+        << (to_rule ? "flat" : "rule's") << " form\n";
+    if (outcome.left == 0) {
+      out << "migrate: done: every document of " << ns.full() << " is in the "
+          << (to_rule ? "rule's form; `migrating: true` can be removed from the rule"
+                      : "flat form; the rule can be retired or changed")
+          << "\n";
+      return kDone;
+    }
+    out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "
+        << (to_rule ? "those reported above cannot be converted, or kept changing; run again after fixing them"
+                    : "written through remold in the rule's form meanwhile, or reported above; retire the "
+                      "rule, then run again")
+        << "\n";
+    return kLeft;
+  } catch (const UsageError& e) {
+    err << prefix << e.what() << "\n";
+  } catch (const ConfigError& e) {
+    err << prefix << "config error: " << e.what() << "\n";
+  } catch (const BackendError& e) {
+    err << prefix << e.what() << "\n";
+  }
+  return kError;
+}
+
+}  // namespace remold
