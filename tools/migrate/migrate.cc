@@ -4,13 +4,11 @@
 #include <cstdio>
 #include <optional>
 #include <ostream>
-#include <stdexcept>
 
-#include "app/config.h"
 #include "patterns/migrations.h"
-#include "rules/loader.h"
 #include "tools/common/backend_client.h"
 #include "tools/common/progress.h"
+#include "tools/common/tool_run.h"
 #include "tools/migrate/checkpoint.h"
 #include "tools/migrate/document_pass.h"
 
@@ -19,12 +17,6 @@ namespace {
 
 constexpr int kDone = 0;
 constexpr int kLeft = 1;
-constexpr int kError = 2;
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct Options {
   std::vector<std::string> config_args;  // --config, --backend, --rules, for LoadServeConfig
@@ -144,6 +136,54 @@ std::string Rate(int64_t count, double seconds) {
   return seconds > 0 ? WithThousands(static_cast<int64_t>(count / seconds)) + "/s" : "-";
 }
 
+// Runs the pass from the checkpoint and reports; the exit status.
+int Migrate(BackendClient& backend, const Rule& rule, const DocumentConverter& converter, const Options& options,
+            std::ostream& out, std::ostream& err, bool err_is_terminal) {
+  const Namespace ns = rule.logical();
+  const bool to_rule = options.direction == MigrationDirection::kToRule;
+  Checkpoint checkpoint = LoadCheckpoint(backend, rule.name, ns, options.direction);
+  if (checkpoint.resumed)
+    out << "migrate: resuming from the checkpoint in " << CheckpointCollection(ns).full() << " ("
+        << WithThousands(checkpoint.converted) << " converted before)\n";
+  const int64_t total = backend.CountDocuments(ns, converter.source.get(), kCountAll);
+  out << std::flush;
+  const auto start = std::chrono::steady_clock::now();
+  PassOutcome outcome;
+  {
+    Progress progress(err, err_is_terminal,
+                      {"migrate: rule " + rule.name, ns.full(), options.pass.dry_run ? "read" : "converted",
+                       ns.collection, true},
+                      total);
+    outcome = RunDocumentPass(backend, checkpoint, converter, options.pass, progress, out);
+    progress.Finish();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
+  if (options.pass.dry_run) {
+    out << "migrate: dry run: " << WithThousands(outcome.converted) << " document(s) would be converted, "
+        << WithThousands(outcome.failed) << " cannot be\n";
+    return outcome.failed > 0 ? kLeft : kDone;
+  }
+  out << "migrate: converted " << WithThousands(outcome.converted) << " document(s) in " << elapsed << " ("
+      << Rate(outcome.converted, seconds) << "); " << WithThousands(outcome.failed)
+      << " cannot be converted; " << WithThousands(outcome.left) << " left in the "
+      << (to_rule ? "flat" : "rule's") << " form\n";
+  if (outcome.left == 0) {
+    out << "migrate: done: every document of " << ns.full() << " is in the "
+        << (to_rule ? "rule's form; `migrating: true` can be removed from the rule"
+                    : "flat form; the rule can be retired or changed")
+        << "\n";
+    return kDone;
+  }
+  out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "
+      << (to_rule ? "those reported above cannot be converted, or kept changing; run again after fixing them"
+                  : "written through remold in the rule's form meanwhile, or reported above; retire the "
+                    "rule, then run again")
+      << "\n";
+  return kLeft;
+}
+
 }  // namespace
 
 std::string MigrateUsage() {
@@ -170,86 +210,28 @@ std::string MigrateUsage() {
 
 int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                bool err_is_terminal) {
-  const std::string prefix = "remold migrate: ";
-  try {
+  return RunReportingErrors("remold migrate: ", err, [&] {
     Options options = ParseOptions(args);
     if (options.help) {
       out << MigrateUsage();
       return kDone;
     }
-    Config config = LoadServeConfig(options.config_args);
-    if (config.rules_dir.empty()) throw UsageError("rules: required (set --rules or the 'rules' key)");
-    RuleLoadResult loaded = LoadRuleDirectory(config.rules_dir);
-    for (const std::string& error : loaded.errors) err << error << "\n";
-    if (!loaded.errors.empty()) throw UsageError(std::to_string(loaded.errors.size()) + " error(s) in the rules");
+    ToolSetup setup = LoadToolSetup(options.config_args, err);
     const Rule* rule = nullptr;
-    for (const Rule& candidate : loaded.rules->rules())
+    for (const Rule& candidate : setup.rules->rules())
       if (candidate.name == options.rule) rule = &candidate;
     if (!rule)
-      throw UsageError("no rule named '" + options.rule + "' in " + config.rules_dir +
-                       " (rules that can be migrated: " + MigratableRules(*loaded.rules) + ")");
+      throw UsageError("no rule named '" + options.rule + "' in " + setup.config.rules_dir +
+                       " (rules that can be migrated: " + MigratableRules(*setup.rules) + ")");
     const Namespace ns = rule->logical();
     const bool to_rule = options.direction == MigrationDirection::kToRule;
     out << "migrate: rule " << rule->name << " (" << rule->pattern_name() << ", " << ns.full() << "): "
         << (to_rule ? "flat documents into the rule's form" : "documents back to the flat form")
         << (options.pass.dry_run ? " (dry run: nothing is written)" : "") << "\n";
     DocumentConverter converter = ConverterFor(*rule, options.direction, options.pass.dry_run, out);
-
-    BackendClient backend(MongocUri(config.backend_uri, config.backend, "remold-migrate"));
-    try {
-      backend.Ping();
-    } catch (const BackendError& e) {
-      throw BackendError("cannot reach the backend " + config.backend_uri + ": " + e.what());
-    }
-    Checkpoint checkpoint = LoadCheckpoint(backend, rule->name, ns, options.direction);
-    if (checkpoint.resumed)
-      out << "migrate: resuming from the checkpoint in " << CheckpointCollection(ns).full() << " ("
-          << WithThousands(checkpoint.converted) << " converted before)\n";
-    const int64_t total = backend.CountDocuments(ns, converter.source.get(), kCountAll);
-    out << std::flush;
-    const auto start = std::chrono::steady_clock::now();
-    PassOutcome outcome;
-    {
-      Progress progress(err, err_is_terminal,
-                        {"migrate: rule " + rule->name, ns.full(), options.pass.dry_run ? "read" : "converted",
-                         ns.collection, true},
-                        total);
-      outcome = RunDocumentPass(backend, checkpoint, converter, options.pass, progress, out);
-      progress.Finish();
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char elapsed[32];
-    std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
-    if (options.pass.dry_run) {
-      out << "migrate: dry run: " << WithThousands(outcome.converted) << " document(s) would be converted, "
-          << WithThousands(outcome.failed) << " cannot be\n";
-      return outcome.failed > 0 ? kLeft : kDone;
-    }
-    out << "migrate: converted " << WithThousands(outcome.converted) << " document(s) in " << elapsed << " ("
-        << Rate(outcome.converted, seconds) << "); " << WithThousands(outcome.failed)
-        << " cannot be converted; " << WithThousands(outcome.left) << " left in the "
-        << (to_rule ? "flat" : "rule's") << " form\n";
-    if (outcome.left == 0) {
-      out << "migrate: done: every document of " << ns.full() << " is in the "
-          << (to_rule ? "rule's form; `migrating: true` can be removed from the rule"
-                      : "flat form; the rule can be retired or changed")
-          << "\n";
-      return kDone;
-    }
-    out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "
-        << (to_rule ? "those reported above cannot be converted, or kept changing; run again after fixing them"
-                    : "written through remold in the rule's form meanwhile, or reported above; retire the "
-                      "rule, then run again")
-        << "\n";
-    return kLeft;
-  } catch (const UsageError& e) {
-    err << prefix << e.what() << "\n";
-  } catch (const ConfigError& e) {
-    err << prefix << "config error: " << e.what() << "\n";
-  } catch (const BackendError& e) {
-    err << prefix << e.what() << "\n";
-  }
-  return kError;
+    std::unique_ptr<BackendClient> backend = ConnectBackend(setup.config, "remold-migrate");
+    return Migrate(*backend, *rule, converter, options, out, err, err_is_terminal);
+  });
 }
 
 }  // namespace remold

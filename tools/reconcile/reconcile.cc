@@ -3,9 +3,8 @@
 #include <optional>
 #include <ostream>
 
-#include "app/config.h"
-#include "rules/loader.h"
 #include "tools/common/backend_client.h"
+#include "tools/common/tool_run.h"
 #include "tools/reconcile/aggregate.h"
 #include "tools/reconcile/context.h"
 #include "tools/reconcile/fields.h"
@@ -15,18 +14,12 @@ namespace {
 
 constexpr int kClean = 0;
 constexpr int kDriftLeft = 1;
-constexpr int kError = 2;
 
 struct Options {
   std::vector<std::string> config_args;  // --config, --backend, --rules, for LoadServeConfig
   std::optional<std::string> rule;
   bool fix = false;
   bool help = false;
-};
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 Options ParseOptions(const std::vector<std::string>& args) {
@@ -106,25 +99,17 @@ struct Plan {
 Plan Prepare(const Options& options, std::ostream& err) {
   Plan plan;
   plan.fix = options.fix;
-  plan.config = LoadServeConfig(options.config_args);
-  if (plan.config.rules_dir.empty()) throw UsageError("rules: required (set --rules or the 'rules' key)");
-  RuleLoadResult loaded = LoadRuleDirectory(plan.config.rules_dir);
-  for (const std::string& error : loaded.errors) err << error << "\n";
-  if (!loaded.errors.empty()) throw UsageError(std::to_string(loaded.errors.size()) + " error(s) in the rules");
-  plan.rules = loaded.rules;
+  ToolSetup setup = LoadToolSetup(options.config_args, err);
+  plan.config = std::move(setup.config);
+  plan.rules = std::move(setup.rules);
   plan.selected = SelectRules(*plan.rules, options.rule, plan.config.rules_dir);
   return plan;
 }
 
 // Connects, checks every selected rule, prints the summaries and the total.
 int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_is_terminal) {
-  BackendClient backend(MongocUri(plan.config.backend_uri, plan.config.backend, "remold-reconcile"));
-  try {
-    backend.Ping();
-  } catch (const BackendError& e) {
-    throw BackendError("cannot reach the backend " + plan.config.backend_uri + ": " + e.what());
-  }
-  CheckContext context{backend, plan.fix, out, err, err_is_terminal};
+  std::unique_ptr<BackendClient> backend = ConnectBackend(plan.config, "remold-reconcile");
+  CheckContext context{*backend, plan.fix, out, err, err_is_terminal};
   int64_t drifted = 0, fixed = 0;
   for (const Rule* rule : plan.selected) {
     try {
@@ -163,7 +148,7 @@ std::string ReconcileUsage() {
 int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                  bool err_is_terminal) {
   const std::string prefix = "remold reconcile: ";
-  try {
+  return RunReportingErrors(prefix, err, [&] {
     Options options = ParseOptions(args);
     if (options.help) {
       out << ReconcileUsage();
@@ -175,14 +160,7 @@ int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::o
       return kClean;
     }
     return Reconcile(plan, out, err, err_is_terminal);
-  } catch (const UsageError& e) {
-    err << prefix << e.what() << "\n";
-  } catch (const ConfigError& e) {
-    err << prefix << "config error: " << e.what() << "\n";
-  } catch (const BackendError& e) {
-    err << prefix << e.what() << "\n";
-  }
-  return kError;
+  });
 }
 
 }  // namespace remold
