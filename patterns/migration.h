@@ -12,9 +12,10 @@
 //                                       MigrationDirection, std::string* why);
 //       // the document in the direction's target form; nullopt (with why)
 //       // when it cannot be converted and is left as it is
-//   bool ReadsBothForms(const R&);
-//       // whether reads and writes through remold handle both forms now,
-//       // so that the documents can move while the application runs
+//   std::optional<MigrationDirection> MigratingTo(const R&);
+//       // set when reads through remold handle both forms now, so that the
+//       // documents can move while the application runs: the form writes
+//       // through remold store meanwhile
 #pragma once
 
 #include <concepts>
@@ -22,19 +23,15 @@
 #include <string>
 
 #include "common/doc.h"
+#include "patterns/migration_direction.h"
 
 namespace remold {
-
-enum class MigrationDirection {
-  kToRule,  // flat documents into the rule's form
-  kToFlat,  // back, before the rule is retired or changed
-};
 
 template <typename R>
 concept DocumentMigration = requires(const R& rule, const bson_t* document, std::string* why) {
   { DocumentsToMigrate(rule, MigrationDirection::kToRule) } -> std::same_as<std::string>;
   { MigratedDocument(rule, document, MigrationDirection::kToRule, why) } -> std::same_as<std::optional<Doc>>;
-  { ReadsBothForms(rule) } -> std::same_as<bool>;
+  { MigratingTo(rule) } -> std::same_as<std::optional<MigrationDirection>>;
 };
 
 }  // namespace remold

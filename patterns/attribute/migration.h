@@ -30,6 +30,6 @@ std::optional<Doc> FlatDocument(const AttributeRule& rule, const bson_t* stored,
 std::string DocumentsToMigrate(const AttributeRule& rule, MigrationDirection direction);
 std::optional<Doc> MigratedDocument(const AttributeRule& rule, const bson_t* document,
                                     MigrationDirection direction, std::string* why);
-inline bool ReadsBothForms(const AttributeRule& rule) { return rule.migrating; }
+inline std::optional<MigrationDirection> MigratingTo(const AttributeRule& rule) { return rule.migrating; }
 
 }  // namespace remold

@@ -38,7 +38,7 @@ class AttributeRewriter {
     if (name == "count") return Count();
     if (name == "distinct") return Distinct();
     if (name == "delete") return Delete();
-    if (name == "insert") return Insert();
+    if (name == "insert") return a_.StoresFlat() ? std::nullopt : std::optional(Insert());
     if (name == "update") return Update();
     if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
     if (name == "createIndexes") return AttributeCreateIndexes(command_, rule_, a_);
@@ -414,6 +414,10 @@ class AttributeRewriter {
         return Refuse(error_codes::kInvalidOptions,
                       "pipeline updates are not supported on an attribute collection");
       std::optional<Doc> u_doc = FindDocument(statement.get(), "u");
+      if (!IsOperatorUpdate(*u_doc) && a_.StoresFlat()) {  // stored as written
+        rewritten.push_back(std::move(out));
+        continue;
+      }
       if (!IsOperatorUpdate(*u_doc)) {  // a replacement: fold it (an upsert inserts it as is)
         std::string error;
         Doc folded = FoldAttributes(a_, u_doc->get(), &error);
@@ -453,7 +457,37 @@ class AttributeRewriter {
       Plan plan = Passed(Rebuilt({}, {{"updates", rewritten}}));
       return plan;
     }
+    if (a_.StoresFlat()) return FlatAttributeUpdate(statements[*attribute_statement]);
     return AttributeUpdate(statements[*attribute_statement], fixed_ops, ops);
+  }
+
+  // While migrating to the flat form: the documents in the rule's form that
+  // the filter matches are unfolded first (each under a guard that it is
+  // unchanged), then the client's statement runs as written, on flat
+  // documents only, so it never writes plain fields next to the pairs.
+  Plan FlatAttributeUpdate(const Doc& statement) const {
+    const Doc client_filter = FindDocument(statement.get(), "q").value_or(Doc());
+    AttributeRule pairs_only = a_;
+    pairs_only.migrating.reset();
+    FilterRewrite in_pairs = RewriteAttributeFilter(pairs_only, client_filter.get());
+    if (in_pairs.error) return Refuse(error_codes::kBadValue, *in_pairs.error);
+    Doc has_pairs, no_pairs, exists, missing;
+    BSON_APPEND_BOOL(exists.mut(), "$exists", true);
+    BSON_APPEND_BOOL(missing.mut(), "$exists", false);
+    AppendDoc(has_pairs.mut(), a_.array_field, exists);
+    AppendDoc(no_pairs.mut(), a_.array_field, missing);
+    Doc stored_in_pairs, flat_only;
+    AppendArray(stored_in_pairs.mut(), "$and", {in_pairs.filter, has_pairs});
+    AppendArray(flat_only.mut(), "$and", {client_filter, no_pairs});
+    Plan update = Passed(Rebuilt({}, {{"updates", {Replaced(statement, "q", flat_only)}}}));
+    const bool multi = FindBool(statement.get(), "multi").value_or(false);
+    const Command command = command_;
+    const AttributeRule rule = a_;
+    return AfterPrelude(DocumentsToConvertRead(command_, a_, stored_in_pairs, multi),
+                        [command, rule](const Doc& reply) {
+                          return ConversionWrites(command, rule, reply, MigrationDirection::kToFlat);
+                        },
+                        std::move(update));
   }
 
   // Whether the filter under `key` names an attribute anywhere.
@@ -511,7 +545,9 @@ class AttributeRewriter {
       auto update_iter = ::remold::Find(body, "update");
       if (update_iter && BSON_ITER_HOLDS_ARRAY(&*update_iter))
         return Refuse(error_codes::kInvalidOptions, "pipeline updates are not supported");
-      if (!IsOperatorUpdate(*update)) {
+      if (!IsOperatorUpdate(*update) && a_.StoresFlat()) {
+        // stored as written
+      } else if (!IsOperatorUpdate(*update)) {
         std::string error;
         replacements.emplace_back("update", FoldAttributes(a_, update->get(), &error));
         if (!error.empty()) return Refuse(error_codes::kBadValue, error);

@@ -14,6 +14,22 @@ bool AttributeRule::IsAttribute(std::string_view field) const {
   return std::find(except.begin(), except.end(), field) == except.end();
 }
 
+namespace {
+
+// `migrating`: true or to_rule, to_flat, false (or absent).
+std::optional<MigrationDirection> ParseMigrating(const FileContext& ctx, const YAML::Node& node) {
+  if (!node) return std::nullopt;
+  const std::string text = node.IsScalar() ? node.Scalar() : "";
+  if (TypeOf(node) == YamlType::kBool)
+    return text[0] == 't' || text[0] == 'T' ? std::optional(MigrationDirection::kToRule) : std::nullopt;
+  if (text == "to_rule") return MigrationDirection::kToRule;
+  if (text == "to_flat") return MigrationDirection::kToFlat;
+  ctx.Fail(node, "'migrating' is " + Found(node) + ", expected true (or to_rule), to_flat or false");
+  return std::nullopt;
+}
+
+}  // namespace
+
 // Each key is read in a Step of its own, so every mistake is reported; a
 // check that combines keys runs only when those keys were read.
 AttributeRule AttributeRule::Parse(const FileContext& ctx, const YAML::Node& a,
@@ -73,12 +89,13 @@ AttributeRule AttributeRule::Parse(const FileContext& ctx, const YAML::Node& a,
                "and not neither");
   ctx.Step([&] { rule.unfold = ParseBool(ctx, a, "unfold", true); });
   ctx.Step([&] { rule.fix_elem_match = ParseBool(ctx, a, "fix_elem_match", true); });
-  ctx.Step([&] { rule.migrating = ParseBool(ctx, a, "migrating", false); });
+  ctx.Step([&] { rule.migrating = ParseMigrating(ctx, a["migrating"]); });
   return rule;
 }
 
 std::string AttributeRule::Describe() const {
-  return logical.full() + " (array '" + array_field + "'" + (migrating ? ", migrating" : "") + ")";
+  const char* state = !migrating ? "" : StoresFlat() ? ", migrating to flat" : ", migrating";
+  return logical.full() + " (array '" + array_field + "'" + state + ")";
 }
 
 std::string AttributeRule::OnRemoval() const {

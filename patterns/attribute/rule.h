@@ -3,10 +3,12 @@
 // pattern's rule provides).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "patterns/migration_direction.h"
 #include "rules/namespace.h"
 #include "rules/written_namespace.h"
 
@@ -32,11 +34,13 @@ struct AttributeRule {
   std::vector<std::string> except;
   bool unfold = true;          // reads return the attributes as fields
   bool fix_elem_match = true;  // {"a.k": X, "a.v": P} is read as $elemMatch
-  // Documents may still be in the form written before the rule (a
-  // migration is under way, `remold migrate`): filters match both forms,
-  // and a write that changes attributes converts the documents it touches
-  // first. Costs reads an index: a filter on attributes also scans.
-  bool migrating = false;
+  // Set while a migration is under way (`remold migrate`): documents may
+  // be in either form; filters match both, and a write stores the form of
+  // the direction (`migrating: true` or `to_rule`: pairs; `to_flat`: plain
+  // fields), converting the documents an attribute update touches first.
+  // Costs reads an index: a filter on attributes also scans.
+  std::optional<MigrationDirection> migrating;
+  bool StoresFlat() const { return migrating == MigrationDirection::kToFlat; }
 
   bool IsAttribute(std::string_view field) const;
 

@@ -445,38 +445,6 @@ bool TestsAbsence(const bson_t* filter, const std::string& name, bool negated) {
 // pushed are pulled again (UpdateSteps::TakeBack).
 namespace {
 
-// Reads the flat documents the client's filter matches (one for an
-// updateOne), whole: each is converted under a guard that it is unchanged.
-BackendCommand FlatDocumentsRead(const Command& command, const AttributeRule& rule,
-                                 const Doc& client_filter, const Doc& flat, bool multi) {
-  BackendCommand find;
-  bson_t* body = find.body.mut();
-  AppendString(body, "find", rule.logical.collection);
-  Doc filter;
-  AppendArray(filter.mut(), "$and", {client_filter, flat});
-  AppendDoc(body, "filter", filter);
-  BSON_APPEND_INT64(body, "limit", multi ? kMaxPinnedDocuments : 1);
-  BSON_APPEND_INT64(body, "batchSize", multi ? kMaxPinnedDocuments : 1);
-  BSON_APPEND_BOOL(body, "singleBatch", true);
-  SealCommand(command, ArgumentTarget::kRead, rule.logical.db, body);
-  return find;
-}
-
-// One guarded replacement per flat document: its pairs, if it is still
-// exactly what was read (a concurrent write wins; the update then skips it).
-std::vector<BackendCommand> ConversionWrites(const Command& command, const AttributeRule& rule,
-                                             const std::vector<Doc>& documents) {
-  std::vector<Doc> statements;
-  for (const Doc& document : documents) {
-    std::optional<Doc> converted = ConvertedDocument(rule, document.get());
-    if (!converted) continue;  // left flat: the update will not touch it
-    statements.push_back(UpdateSteps::Statement(UnchangedDocument(document), *converted, false));
-  }
-  if (statements.empty()) return {};
-  return {::remold::UpdateCommand(command, ArgumentTarget::kPreparatoryWrite, rule.logical, false,
-                                  std::move(statements))};
-}
-
 Plan PairUpdatePlan(const Command& command_, const AttributeRule& a_, const Doc& statement,
                     const Doc& q, const Doc& fixed_ops, const std::vector<AttributeOp>& ops) {
   const bson_t* s = statement.get();
@@ -510,6 +478,32 @@ Plan PairUpdatePlan(const Command& command_, const AttributeRule& a_, const Doc&
 
 }  // namespace
 
+BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRule& rule, const Doc& filter,
+                                      bool multi) {
+  BackendCommand find;
+  bson_t* body = find.body.mut();
+  AppendString(body, "find", rule.logical.collection);
+  AppendDoc(body, "filter", filter);
+  BSON_APPEND_INT64(body, "limit", multi ? kMaxPinnedDocuments : 1);
+  BSON_APPEND_INT64(body, "batchSize", multi ? kMaxPinnedDocuments : 1);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(command, ArgumentTarget::kRead, rule.logical.db, body);
+  return find;
+}
+
+std::vector<BackendCommand> ConversionWrites(const Command& command, const AttributeRule& rule,
+                                             const Doc& read_reply, MigrationDirection direction) {
+  std::vector<Doc> statements;
+  for (const Doc& document : PinnedIds(read_reply)) {
+    std::optional<Doc> converted = MigratedDocument(rule, document.get(), direction, nullptr);
+    if (!converted) continue;  // left as it is: the update will not touch it
+    statements.push_back(UpdateSteps::Statement(UnchangedDocument(document), *converted, false));
+  }
+  if (statements.empty()) return {};
+  return {::remold::UpdateCommand(command, ArgumentTarget::kPreparatoryWrite, rule.logical, false,
+                                  std::move(statements))};
+}
+
 Plan AttributeUpdatePlan(const Command& command, const AttributeRule& rule, const Doc& statement,
                          const Doc& q, const Doc& fixed_ops, const std::vector<AttributeOp>& ops) {
   if (!rule.migrating) return PairUpdatePlan(command, rule, statement, q, fixed_ops, ops);
@@ -517,15 +511,15 @@ Plan AttributeUpdatePlan(const Command& command, const AttributeRule& rule, cons
   // reads); the update then touches documents in the rule's form only, so
   // it never pushes pairs next to plain attribute fields.
   const Doc flat = *Doc::FromJson(rule.Unconverted());
-  Doc not_flat, in_rule_form;
+  Doc not_flat, in_rule_form, flat_matches;
   AppendArray(not_flat.mut(), "$nor", {flat});
   AppendArray(in_rule_form.mut(), "$and", {q, not_flat});
   Plan update = PairUpdatePlan(command, rule, statement, in_rule_form, fixed_ops, ops);
   const bool multi = FindBool(statement.get(), "multi").value_or(false);
-  Doc client_filter = FindDocument(statement.get(), "q").value_or(Doc());
-  return AfterPrelude(FlatDocumentsRead(command, rule, client_filter, flat, multi),
+  AppendArray(flat_matches.mut(), "$and", {FindDocument(statement.get(), "q").value_or(Doc()), flat});
+  return AfterPrelude(DocumentsToConvertRead(command, rule, flat_matches, multi),
                       [command, rule](const Doc& reply) {
-                        return ConversionWrites(command, rule, PinnedIds(reply));
+                        return ConversionWrites(command, rule, reply, MigrationDirection::kToRule);
                       },
                       std::move(update));
 }

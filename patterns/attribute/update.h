@@ -34,6 +34,15 @@ bool IsOperatorUpdate(const Doc& u);
 // What mongod answers for a statement it rejects before changing anything.
 Plan StatementWriteError(size_t index, ErrorCode code, const std::string& message);
 
+// While the rule is migrating: a read of the whole documents `filter`
+// matches (one unless `multi`), to be converted before an update touches
+// them; and, from its reply, one guarded replacement per document (each
+// only if unchanged since read; none when nothing converts).
+BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRule& rule, const Doc& filter,
+                                      bool multi);
+std::vector<BackendCommand> ConversionWrites(const Command& command, const AttributeRule& rule,
+                                             const Doc& read_reply, MigrationDirection direction);
+
 // The plan of an update statement that changes attributes; `filter` is the
 // statement's filter already rewritten. See attribute_update.cc.
 Plan AttributeUpdatePlan(const Command& command, const AttributeRule& rule, const Doc& statement,

@@ -112,15 +112,21 @@ DocumentConverter ConverterFor(const Rule& rule, MigrationDirection direction, b
           throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) +
                            " rule; remold migrate moves the documents of these patterns: " + MigratablePatterns());
         } else {
-          if (!ReadsBothForms(pattern)) {
-            if (direction == MigrationDirection::kToFlat && !dry_run)
-              throw UsageError("rule '" + rule.name + "' is not migrating: reads through remold would miss "
-                               "every document moved back to the flat form. Set `migrating: true` in " +
-                               rule.source + ", let remold reload it, then run this again");
+          const std::optional<MigrationDirection> stored = MigratingTo(pattern);
+          const bool to_flat = direction == MigrationDirection::kToFlat;
+          if (stored && *stored != direction && !dry_run)
+            throw UsageError("rule '" + rule.name + "' says `migrating: " + (to_flat ? "true" : "to_flat") +
+                             "`: writes through remold store the other form. Set `migrating: " +
+                             (to_flat ? "to_flat" : "true") + "` in " + rule.source +
+                             ", let remold reload it, then run this again");
+          if (!stored && to_flat && !dry_run)
+            throw UsageError("rule '" + rule.name + "' is not migrating: reads through remold would miss "
+                             "every document moved back to the flat form. Set `migrating: to_flat` in " +
+                             rule.source + ", let remold reload it, then run this again");
+          if (!stored)
             out << "migrate: note: rule '" << rule.name << "' is not migrating: until a document is converted, "
                 << "reads through remold do not see it in the rule's form (set `migrating: true` in "
                 << rule.source << " for reads that cover both forms)\n";
-          }
           std::string error;
           std::optional<Doc> source = Doc::FromJson(DocumentsToMigrate(pattern, direction), &error);
           if (!source) throw std::logic_error("rule '" + rule.name + "': bad migration filter: " + error);
@@ -178,8 +184,7 @@ int Migrate(BackendClient& backend, const Rule& rule, const DocumentConverter& c
   }
   out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "
       << (to_rule ? "those reported above cannot be converted, or kept changing; run again after fixing them"
-                  : "written through remold in the rule's form meanwhile, or reported above; retire the "
-                    "rule, then run again")
+                  : "those reported above cannot be unfolded, or kept changing; run again after fixing them")
       << "\n";
   return kLeft;
 }
@@ -200,7 +205,7 @@ std::string MigrateUsage() {
          "  --rules DIR       override the rules directory of the file\n"
          "  --rule NAME       the rule (its file's stem)\n"
          "  --to flat         back to the form written before the rule (the rule must\n"
-         "                    say `migrating: true`)\n"
+         "                    say `migrating: to_flat`)\n"
          "  --dry-run         convert in memory only: report what would change\n"
          "  --batch N         documents per batch (default 500)\n"
          "  --max-rate N      at most N documents per second\n"

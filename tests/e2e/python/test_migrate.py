@@ -5,8 +5,9 @@ remold then serves them under the rule with `migrating: true` while an
 application writes and reads through it the whole time, and every read is
 compared with a flat oracle collection that receives the same writes. The
 migration is killed halfway, resumed from its checkpoint, finished, and
-finally run back with --to flat. Through all of it, no read may differ
-from the oracle.
+run back with --to flat (the rule then `migrating: to_flat`) while the
+application still runs. Through all of it, no read may differ from the
+oracle.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pymongo
 import pytest
 
 from conftest import NO_PROXY, require_binary
+from test_logging import wait_for_log
 from test_rules import run_remold
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="runs remold migrate against remold's rules")
@@ -51,11 +53,11 @@ def flat_product(i: int, rng: random.Random) -> dict:
     return doc
 
 
-def rule_file(rules: Path, db: str, migrating: bool = True) -> None:
+def rule_file(rules: Path, db: str, migrating: str = "true") -> None:
     rules.mkdir(exist_ok=True)
     (rules / "products.yaml").write_text(
         f"namespace: {db}.products\npattern: attribute\nattribute:\n  array: specs\n"
-        f"  except: [name, price]\n  migrating: {'true' if migrating else 'false'}\n")
+        f"  except: [name, price]\n  migrating: {migrating}\n")
 
 
 class Application:
@@ -150,7 +152,7 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
     rule_file(rules, db_name)
     flat_filter = {"specs": {"$exists": False}, "$or": [{"ram_gb": {"$exists": True}}, {"color": {"$exists": True}}]}
     try:
-        remold = private_remold(extra_args=("--rules", str(rules)))
+        remold = private_remold(extra_args=("--rules", str(rules), "--log-level", "info"))
         client = pymongo.MongoClient(remold.uri)
         app = Application(client[db_name].products, database.products_oracle)
         app.check_everything()  # before any migration: every flat product is read correctly
@@ -181,20 +183,26 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
         assert database.products.count_documents(flat_filter) == 0
 
         time.sleep(1.0)  # reads and writes go on over the converted collection
+        assert not app.errors, app.errors
+        app.check_everything()
+
+        # Back to the flat form, online too: the rule now stores what the
+        # application writes as written, and unfolds what an update touches.
+        rule_file(rules, db_name, migrating="to_flat")
+        remold.proc.send_signal(signal.SIGHUP)
+        wait_for_log(remold, lambda text: text.count("rules: loaded") >= 2)
+        back = migrate(rules, backend.uri, "--to", "flat", "--batch", "200")
+        out, err = back.communicate(timeout=600)
+        assert back.returncode == 0, out + err
+        assert "0 left in the rule's form" in out, out
+        time.sleep(0.5)
         app.stop.set()
         for thread in threads:
             thread.join(60)
         assert not app.errors, app.errors
-        app.check_everything()
-
-        # Back to the flat form, with the application stopped (writes through
-        # remold keep storing the rule's form while the rule is active).
-        back = migrate(rules, backend.uri, "--to", "flat")
-        out, err = back.communicate(timeout=600)
-        assert back.returncode == 0, out + err
         assert database.products.count_documents({"specs": {"$exists": True}}) == 0
         app.check_everything()
-        # Without the rule, the plain collection is the oracle's twin.
+        # Every document is flat: without the rule, the collection is the oracle's twin.
         got = sorted(database.products.find(), key=lambda d: d["_id"])
         want = sorted(database.products_oracle.find(), key=lambda d: d["_id"])
         assert got == want
@@ -209,14 +217,18 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
 
 def test_migrate_refuses_what_it_cannot_do_safely(backend, tmp_path):
     rules = tmp_path / "rules"
-    rule_file(rules, "shop", migrating=False)
+    rule_file(rules, "shop", migrating="false")
     (rules / "readings.yaml").write_text(
         "namespace: shop.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
         "  meta: [sensor]\n  time: at\n  span: 1h\n")
     result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "products",
                         "--to", "flat")
     assert result.returncode == 2
-    assert "is not migrating" in result.stderr and "migrating: true" in result.stderr, result.stderr
+    assert "is not migrating" in result.stderr and "migrating: to_flat" in result.stderr, result.stderr
+    rule_file(rules, "shop", migrating="to_flat")
+    result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "products")
+    assert result.returncode == 2
+    assert "writes through remold store the other form" in result.stderr, result.stderr
     result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "readings")
     assert result.returncode == 2
     assert "is a bucket rule" in result.stderr, result.stderr
