@@ -4,6 +4,8 @@
 #include <string>
 #include <variant>
 
+#include "patterns/migrations.h"
+
 namespace remold {
 
 namespace {
@@ -26,12 +28,24 @@ std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules, const Rule
     if (known.count(FormOf(rule))) continue;
     std::visit(
         [&](const auto& pattern) {
-          const std::string json = pattern.Unconverted();
+          UnconvertedProbe probe{rule.name, std::string(rule.pattern_name()), pattern.logical, Doc(),
+                                 "written before the rule are not in its form", pattern.OnAddition()};
+          std::string json = pattern.Unconverted();
+          if constexpr (DocumentMigration<std::decay_t<decltype(pattern)>>) {
+            if (const std::optional<MigrationDirection> to = MigratingTo(pattern)) {
+              const bool back = *to == MigrationDirection::kToFlat;
+              json = DocumentsToMigrate(pattern, *to);
+              probe.state = back ? "are still in the rule's form" : "written before the rule are not in its form yet";
+              probe.consequence = std::string("the rule is migrating") + (back ? " to the flat form" : "") +
+                                  ": reads cover both forms; `remold migrate --rule " + rule.name +
+                                  (back ? " --to flat" : "") + "` converts them";
+            }
+          }
           if (json.empty()) return;
           std::optional<Doc> filter = Doc::FromJson(json);
           if (!filter) return;  // a pattern's own filter: golden-tested to parse
-          probes.push_back(UnconvertedProbe{rule.name, std::string(rule.pattern_name()), pattern.logical,
-                                            std::move(*filter), pattern.OnAddition()});
+          probe.filter = std::move(*filter);
+          probes.push_back(std::move(probe));
         },
         rule.pattern);
   }
@@ -42,7 +56,7 @@ std::string DescribeUnconverted(const UnconvertedProbe& probe, int64_t count) {
   const std::string how_many =
       count >= kUnconvertedCountLimit ? "at least " + std::to_string(count) : std::to_string(count);
   return "rule '" + probe.rule + "' (" + probe.pattern + ", " + probe.logical.full() + "): " + how_many +
-         " document(s) written before the rule are not in its form: " + probe.consequence;
+         " document(s) " + probe.state + ": " + probe.consequence;
 }
 
 }  // namespace remold

@@ -22,6 +22,7 @@ struct UnconvertedProbe {
   std::string pattern;
   Namespace logical;
   Doc filter;               // on `logical`
+  std::string state;        // "written before the rule are not in its form", or where a migration stands
   std::string consequence;  // what the rule's reads do with those documents
 };
 
@@ -30,11 +31,13 @@ inline constexpr int64_t kUnconvertedCountLimit = 1'000'000;
 
 // One probe per rule that has a form to find; with `before`, only for the
 // rules that are new or changed since (a rule kept as it was has been
-// reported already).
+// reported already). A rule that is migrating (patterns/migration.h) reads
+// both forms: its probe counts the documents the migration has left, in
+// the direction it goes.
 std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules, const RuleSet* before = nullptr);
 
 // "rule 'readings' (bucket, iot.readings): 60 document(s) written before
-// the rule are not in its form: <consequence>".
+// the rule are not in its form: <consequence>" (`state`, then `consequence`).
 std::string DescribeUnconverted(const UnconvertedProbe& probe, int64_t count);
 
 }  // namespace remold

@@ -52,6 +52,27 @@ TEST(UnconvertedProbes, OnePerRuleWithAFormToFind) {
             std::string::npos);
 }
 
+TEST(UnconvertedProbes, AMigratingRuleCountsWhatTheMigrationHasLeft) {
+  auto rules = Rules({
+      {"items.yaml", "namespace: shop.items\npattern: attribute\nattribute:\n  array: specs\n"
+                     "  fields: [color]\n  migrating: true\n"},
+      {"gone.yaml", "namespace: shop.gone\npattern: attribute\nattribute:\n  array: specs\n"
+                    "  fields: [color]\n  migrating: to_flat\n"},
+  });
+  std::map<std::string, UnconvertedProbe> by_rule;
+  for (UnconvertedProbe& probe : UnconvertedProbes(*rules)) by_rule.emplace(probe.rule, std::move(probe));
+  ASSERT_EQ(by_rule.size(), 2u);
+  EXPECT_EQ(by_rule.at("items").filter, Json(R"({"$or": [{"color": {"$exists": true}}]})"));
+  EXPECT_EQ(DescribeUnconverted(by_rule.at("items"), 3),
+            "rule 'items' (attribute, shop.items): 3 document(s) written before the rule are not in its form "
+            "yet: the rule is migrating: reads cover both forms; `remold migrate --rule items` converts them");
+  EXPECT_EQ(by_rule.at("gone").filter, Json(R"({"specs": {"$exists": true}})"));
+  EXPECT_EQ(DescribeUnconverted(by_rule.at("gone"), 2),
+            "rule 'gone' (attribute, shop.gone): 2 document(s) are still in the rule's form: the rule is "
+            "migrating to the flat form: reads cover both forms; `remold migrate --rule gone --to flat` "
+            "converts them");
+}
+
 TEST(UnconvertedProbes, AfterAReloadOnlyNewOrChangedRules) {
   const std::string bucket = "namespace: iot.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
                              "  meta: [sensor]\n  time: at\n  span: 1h\n";
