@@ -60,9 +60,29 @@ struct AfterOffset {
   }
 };
 
+// The prelude's rounds: `first`, then its writes, then (repeating) `first`
+// again, until a read asks for no writes or the rounds run out; then the
+// inner plan.
+struct PreludeRound {
+  BackendCommand first;
+  PreludeWrites next;
+  Continuation start_inner;
+  int rounds_left;
+  Step operator()(std::span<const Doc> replies) const {
+    std::vector<BackendCommand> writes = next(replies.back());
+    if (writes.empty()) return start_inner(replies);
+    if (rounds_left <= 1) return Step{std::move(writes), start_inner};
+    PreludeRound again{first, next, start_inner, rounds_left - 1};
+    Continuation read_again = [first = first, again](std::span<const Doc>) {
+      return Step{{first}, again};
+    };
+    return Step{std::move(writes), read_again};
+  }
+};
+
 }  // namespace
 
-Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan) {
+Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int rounds) {
   if (plan.immediate_reply) return plan;
   auto inner = std::make_shared<Plan>(std::move(plan));
   auto offset = std::make_shared<size_t>(0);
@@ -70,18 +90,14 @@ Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan) {
   out.rule = inner->rule;
   out.ensure = inner->ensure;
   out.stop_on_write_errors = inner->stop_on_write_errors;
-  out.commands.push_back(std::move(first));
-  auto start_inner = [inner, offset](std::span<const Doc> replies) {
+  out.commands.push_back(first);
+  Continuation start_inner = [inner, offset](std::span<const Doc> replies) {
     *offset = replies.size();
     Step step{inner->commands, {}};
     if (inner->then) step.then = AfterOffset{inner->then, offset};
     return step;
   };
-  out.then = [next = std::move(next), start_inner](std::span<const Doc> replies) {
-    std::vector<BackendCommand> writes = next(replies.front());
-    if (writes.empty()) return start_inner(replies);
-    return Step{std::move(writes), start_inner};
-  };
+  out.then = PreludeRound{std::move(first), std::move(next), std::move(start_inner), std::max(rounds, 1)};
   out.shape = [inner, offset](std::span<const Doc> replies) {
     if (*offset == 0) return ShapedReply{replies.back()};  // stopped in the prelude
     return inner->shape(replies.subspan(std::min(*offset, replies.size())));

@@ -90,11 +90,13 @@ bool IsOkReply(const Doc& reply);
 Plan ImmediateReply(Doc reply);
 
 // `plan`, run after a prelude: `first`, then the commands `next` builds
-// from its reply (none: straight on). The plan's own continuations and
-// shape see only the plan's replies, as if it ran alone; a prelude reply
-// with ok: 0 ends everything with that reply, as usual.
+// from its reply (none: straight on), and, up to `rounds` times, `first`
+// again and its writes while it asks for some (a read limited to a batch,
+// then what the batch left). The plan's own continuations and shape see
+// only the plan's replies, as if it ran alone; a prelude reply with ok: 0
+// ends everything with that reply, as usual.
 using PreludeWrites = std::function<std::vector<BackendCommand>(const Doc& first_reply)>;
-Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan);
+Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int rounds = 1);
 
 // The command as a person (or a golden file) reads it: its document
 // sequence folded in as an array under the sequence id, before "$db".

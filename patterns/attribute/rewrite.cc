@@ -487,7 +487,7 @@ class AttributeRewriter {
                         [command, rule](const Doc& reply) {
                           return ConversionWrites(command, rule, reply, MigrationDirection::kToFlat);
                         },
-                        std::move(update));
+                        std::move(update), ConversionRounds(multi));
   }
 
   // Whether the filter under `key` names an attribute anywhere.

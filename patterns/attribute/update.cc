@@ -14,6 +14,11 @@ namespace {
 // updateMany with attribute operators pins the documents it matched first;
 // past this many, it is refused before anything changes.
 constexpr int64_t kMaxPinnedDocuments = 100'000;
+// While migrating, an updateMany converts the documents it matches in
+// batches, read again until none is left: at most this many batches (as
+// many documents as it may pin).
+constexpr int64_t kConversionBatch = 1'000;
+constexpr int kMaxConversionRounds = kMaxPinnedDocuments / kConversionBatch;
 
 std::string FirstComponent(std::string_view path) {
   return std::string(path.substr(0, path.find('.')));
@@ -484,12 +489,16 @@ BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRul
   bson_t* body = find.body.mut();
   AppendString(body, "find", rule.logical.collection);
   AppendDoc(body, "filter", filter);
-  BSON_APPEND_INT64(body, "limit", multi ? kMaxPinnedDocuments : 1);
-  BSON_APPEND_INT64(body, "batchSize", multi ? kMaxPinnedDocuments : 1);
+  BSON_APPEND_INT64(body, "limit", multi ? kConversionBatch : 1);
+  BSON_APPEND_INT64(body, "batchSize", multi ? kConversionBatch : 1);
   BSON_APPEND_BOOL(body, "singleBatch", true);
   SealCommand(command, ArgumentTarget::kRead, rule.logical.db, body);
   return find;
 }
+
+// An updateOne reads one flat document; a few rounds cover a guard that
+// lost its race to a concurrent write.
+int ConversionRounds(bool multi) { return multi ? kMaxConversionRounds : 3; }
 
 std::vector<BackendCommand> ConversionWrites(const Command& command, const AttributeRule& rule,
                                              const Doc& read_reply, MigrationDirection direction) {
@@ -521,7 +530,7 @@ Plan AttributeUpdatePlan(const Command& command, const AttributeRule& rule, cons
                       [command, rule](const Doc& reply) {
                         return ConversionWrites(command, rule, reply, MigrationDirection::kToRule);
                       },
-                      std::move(update));
+                      std::move(update), ConversionRounds(multi));
 }
 
 

@@ -42,6 +42,9 @@ BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRul
                                       bool multi);
 std::vector<BackendCommand> ConversionWrites(const Command& command, const AttributeRule& rule,
                                              const Doc& read_reply, MigrationDirection direction);
+// How many times the read and its conversions run (AfterPrelude's rounds):
+// an updateMany's read is a batch, read again until nothing is left.
+int ConversionRounds(bool multi);
 
 // The plan of an update statement that changes attributes; `filter` is the
 // statement's filter already rewritten. See attribute_update.cc.
