@@ -104,13 +104,14 @@ std::string MigratablePatterns() {
 }
 
 // The converter of `rule`, or a UsageError saying why it has none.
-DocumentConverter ConverterFor(const Rule& rule, MigrationDirection direction, bool dry_run, std::ostream& out) {
+DocumentConverter ConverterFor(const Rule& rule, MigrationDirection direction, bool dry_run, std::string& note) {
   return std::visit(
       [&](const auto& pattern) -> DocumentConverter {
         using R = std::decay_t<decltype(pattern)>;
         if constexpr (!DocumentMigration<R>) {
           throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) +
-                           " rule; remold migrate moves the documents of these patterns: " + MigratablePatterns());
+                           " rule; remold migrate moves the documents of these patterns only: " +
+                           MigratablePatterns() + ". For this rule: " + pattern.OnAddition());
         } else {
           const std::optional<MigrationDirection> stored = MigratingTo(pattern);
           const bool to_flat = direction == MigrationDirection::kToFlat;
@@ -124,9 +125,9 @@ DocumentConverter ConverterFor(const Rule& rule, MigrationDirection direction, b
                              "every document moved back to the flat form. Set `migrating: to_flat` in " +
                              rule.source + ", let remold reload it, then run this again");
           if (!stored)
-            out << "migrate: note: rule '" << rule.name << "' is not migrating: until a document is converted, "
-                << "reads through remold do not see it in the rule's form (set `migrating: true` in "
-                << rule.source << " for reads that cover both forms)\n";
+            note = "migrate: note: rule '" + rule.name + "' is not migrating: until a document is converted, "
+                   "reads through remold do not see it in the rule's form (set `migrating: true` in " +
+                   rule.source + " for reads that cover both forms)\n";
           std::string error;
           std::optional<Doc> source = Doc::FromJson(DocumentsToMigrate(pattern, direction), &error);
           if (!source) throw std::logic_error("rule '" + rule.name + "': bad migration filter: " + error);
@@ -230,10 +231,12 @@ int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ost
                        " (rules that can be migrated: " + MigratableRules(*setup.rules) + ")");
     const Namespace ns = rule->logical();
     const bool to_rule = options.direction == MigrationDirection::kToRule;
+    std::string note;
+    DocumentConverter converter = ConverterFor(*rule, options.direction, options.pass.dry_run, note);
     out << "migrate: rule " << rule->name << " (" << rule->pattern_name() << ", " << ns.full() << "): "
         << (to_rule ? "flat documents into the rule's form" : "documents back to the flat form")
-        << (options.pass.dry_run ? " (dry run: nothing is written)" : "") << "\n";
-    DocumentConverter converter = ConverterFor(*rule, options.direction, options.pass.dry_run, out);
+        << (options.pass.dry_run ? " (dry run: nothing is written)" : "") << "\n"
+        << note;
     std::unique_ptr<BackendClient> backend = ConnectBackend(setup.config, "remold-migrate");
     return Migrate(*backend, *rule, converter, options, out, err, err_is_terminal);
   });

@@ -232,6 +232,7 @@ def test_migrate_refuses_what_it_cannot_do_safely(backend, tmp_path):
     result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "readings")
     assert result.returncode == 2
     assert "is a bucket rule" in result.stderr, result.stderr
+    assert "until they are migrated" in result.stderr, result.stderr  # what becomes of its data
     result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "nope")
     assert result.returncode == 2 and "no rule named 'nope'" in result.stderr, result.stderr
     result = run_remold("migrate", "--rules", str(rules))
