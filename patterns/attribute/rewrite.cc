@@ -483,7 +483,7 @@ class AttributeRewriter {
     const bool multi = FindBool(statement.get(), "multi").value_or(false);
     const Command command = command_;
     const AttributeRule rule = a_;
-    return AfterPrelude(DocumentsToConvertRead(command_, a_, stored_in_pairs, multi),
+    return AfterPrelude(DocumentsToConvertRead(command_, a_, statement, stored_in_pairs),
                         [command, rule](const Doc& reply) {
                           return ConversionWrites(command, rule, reply, MigrationDirection::kToFlat);
                         },

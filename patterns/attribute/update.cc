@@ -483,8 +483,9 @@ Plan PairUpdatePlan(const Command& command_, const AttributeRule& a_, const Doc&
 
 }  // namespace
 
-BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRule& rule, const Doc& filter,
-                                      bool multi) {
+BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRule& rule, const Doc& statement,
+                                      const Doc& filter) {
+  const bool multi = FindBool(statement.get(), "multi").value_or(false);
   BackendCommand find;
   bson_t* body = find.body.mut();
   AppendString(body, "find", rule.logical.collection);
@@ -492,6 +493,8 @@ BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRul
   BSON_APPEND_INT64(body, "limit", multi ? kConversionBatch : 1);
   BSON_APPEND_INT64(body, "batchSize", multi ? kConversionBatch : 1);
   BSON_APPEND_BOOL(body, "singleBatch", true);
+  // The statement's string comparisons: the same documents match.
+  if (auto collation = ::remold::Find(statement.get(), "collation")) AppendValue(body, "collation", *collation);
   SealCommand(command, ArgumentTarget::kRead, rule.logical.db, body);
   return find;
 }
@@ -526,7 +529,7 @@ Plan AttributeUpdatePlan(const Command& command, const AttributeRule& rule, cons
   Plan update = PairUpdatePlan(command, rule, statement, in_rule_form, fixed_ops, ops);
   const bool multi = FindBool(statement.get(), "multi").value_or(false);
   AppendArray(flat_matches.mut(), "$and", {FindDocument(statement.get(), "q").value_or(Doc()), flat});
-  return AfterPrelude(DocumentsToConvertRead(command, rule, flat_matches, multi),
+  return AfterPrelude(DocumentsToConvertRead(command, rule, statement, flat_matches),
                       [command, rule](const Doc& reply) {
                         return ConversionWrites(command, rule, reply, MigrationDirection::kToRule);
                       },

@@ -35,11 +35,12 @@ bool IsOperatorUpdate(const Doc& u);
 Plan StatementWriteError(size_t index, ErrorCode code, const std::string& message);
 
 // While the rule is migrating: a read of the whole documents `filter`
-// matches (one unless `multi`), to be converted before an update touches
-// them; and, from its reply, one guarded replacement per document (each
-// only if unchanged since read; none when nothing converts).
-BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRule& rule, const Doc& filter,
-                                      bool multi);
+// matches (one unless the statement is multi; with its collation), to be
+// converted before the statement touches them; and, from its reply, one
+// guarded replacement per document (each only if unchanged since read;
+// none when nothing converts).
+BackendCommand DocumentsToConvertRead(const Command& command, const AttributeRule& rule, const Doc& statement,
+                                      const Doc& filter);
 std::vector<BackendCommand> ConversionWrites(const Command& command, const AttributeRule& rule,
                                              const Doc& read_reply, MigrationDirection direction);
 // How many times the read and its conversions run (AfterPrelude's rounds):
