@@ -220,18 +220,21 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
   // Both forms: the rewritten filter where the pair array is, the client's
   // where it is not (a document without attributes is in both forms, and
   // both filters agree on it).
-  auto guarded = [&](bool exists, const Doc& form) {
-    Doc test, presence;
-    BSON_APPEND_BOOL(test.mut(), "$exists", exists);
-    AppendDoc(presence.mut(), rule.array_field, test);
-    Doc both;
-    AppendArray(both.mut(), "$and", {presence, form});
-    return both;
-  };
   Doc mixed;
-  AppendArray(mixed.mut(), "$or", {guarded(true, out.filter), guarded(false, original)});
+  AppendArray(mixed.mut(), "$or",
+              {InStoredForm(rule, true, out.filter), InStoredForm(rule, false, original)});
   out.filter = std::move(mixed);
   return out;
+}
+
+Doc InStoredForm(const AttributeRule& rule, bool in_pairs, const Doc& filter) {
+  Doc test, presence;
+  BSON_APPEND_BOOL(test.mut(), "$exists", in_pairs);
+  AppendDoc(presence.mut(), rule.array_field, test);
+  if (filter.empty()) return presence;
+  Doc both;
+  AppendArray(both.mut(), "$and", {presence, filter});
+  return both;
 }
 
 namespace {

@@ -30,6 +30,10 @@ struct FilterRewrite {
 
 FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter);
 
+// `filter` restricted to the documents in one stored form: those carrying
+// the pair array (`in_pairs`) or those without it (the flat form).
+Doc InStoredForm(const AttributeRule& rule, bool in_pairs, const Doc& filter);
+
 // A client document with its attributes folded into the array (after any
 // pairs the document already carries there). `error` says why the document
 // cannot be stored: its array field is not an array, or holds something

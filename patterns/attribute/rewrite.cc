@@ -8,15 +8,37 @@
 #include "patterns/attribute/indexes.h"
 #include "patterns/attribute/update.h"
 #include "patterns/attribute/view.h"
-#include "rewrite/plan.h"
+#include "rewrite/bson_compare.h"
 #include "rewrite/cursor_reply.h"
+#include "rewrite/plan.h"
 
 namespace remold {
 namespace {
 
-
 std::string FirstComponent(std::string_view path) {
   return std::string(path.substr(0, path.find('.')));
+}
+
+// Appends under `key` the values of both arrays, each value once, in
+// MongoDB's order (a distinct answered from two stored forms).
+void AppendMergedValues(bson_t* out, const char* key, const std::optional<bson_iter_t>& first,
+                        const std::optional<bson_iter_t>& second) {
+  std::vector<bson_iter_t> values;
+  for (const auto& array : {first, second}) {
+    bson_iter_t copy, child;
+    if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) continue;
+    copy = *array;
+    if (!bson_iter_recurse(&copy, &child)) continue;
+    while (bson_iter_next(&child)) values.push_back(child);
+  }
+  auto less = [](const bson_iter_t& a, const bson_iter_t& b) { return CompareBsonValues(a, b) < 0; };
+  auto same = [](const bson_iter_t& a, const bson_iter_t& b) { return CompareBsonValues(a, b) == 0; };
+  std::sort(values.begin(), values.end(), less);
+  values.erase(std::unique(values.begin(), values.end(), same), values.end());
+  bson_t array;
+  bson_append_array_begin(out, key, -1, &array);
+  for (size_t i = 0; i < values.size(); ++i) AppendValue(&array, std::to_string(i), values[i]);
+  bson_append_array_end(out, &array);
 }
 
 Doc Stage(std::string_view name, const Doc& spec) {
@@ -329,6 +351,18 @@ class AttributeRewriter {
     Plan plan;
     plan.ensure.push_back(EnsureAttributeIndex(a_));
     plan.commands.push_back(std::move(backend));
+    if (a_.migrating) {
+      // The documents not yet in the pair form keep the attribute as a field.
+      Doc client_query = FindDocument(body, "query").value_or(Doc());
+      BackendCommand flat;
+      bson_t* flat_body = flat.body.mut();
+      AppendString(flat_body, "distinct", a_.logical.collection);
+      AppendString(flat_body, "key", *key);
+      AppendDoc(flat_body, "query", InStoredForm(a_, false, client_query));
+      if (auto collation = Find(body, "collation")) AppendValue(flat_body, "collation", *collation);
+      SealCommand(command_, ArgumentTarget::kRead, a_.logical.db, flat_body);
+      plan.commands.push_back(std::move(flat));
+    }
     plan.shape = [](std::span<const Doc> replies) {
       ShapedReply out;
       auto cursor = FindDocument(replies.front().get(), "cursor");
@@ -336,7 +370,9 @@ class AttributeRewriter {
       std::vector<Doc> docs = batch ? ArrayDocuments(*batch) : std::vector<Doc>();
       std::optional<bson_iter_t> values;
       if (!docs.empty()) values = ::remold::Find(docs.front().get(), "values");
-      if (values) {
+      if (replies.size() > 1) {
+        AppendMergedValues(out.reply.mut(), "values", values, ::remold::Find(replies[1].get(), "values"));
+      } else if (values) {
         AppendValue(out.reply.mut(), "values", *values);
       } else {
         AppendArray(out.reply.mut(), "values", {});
@@ -471,14 +507,8 @@ class AttributeRewriter {
     pairs_only.migrating.reset();
     FilterRewrite in_pairs = RewriteAttributeFilter(pairs_only, client_filter.get());
     if (in_pairs.error) return Refuse(error_codes::kBadValue, *in_pairs.error);
-    Doc has_pairs, no_pairs, exists, missing;
-    BSON_APPEND_BOOL(exists.mut(), "$exists", true);
-    BSON_APPEND_BOOL(missing.mut(), "$exists", false);
-    AppendDoc(has_pairs.mut(), a_.array_field, exists);
-    AppendDoc(no_pairs.mut(), a_.array_field, missing);
-    Doc stored_in_pairs, flat_only;
-    AppendArray(stored_in_pairs.mut(), "$and", {in_pairs.filter, has_pairs});
-    AppendArray(flat_only.mut(), "$and", {client_filter, no_pairs});
+    const Doc stored_in_pairs = InStoredForm(a_, true, in_pairs.filter);
+    const Doc flat_only = InStoredForm(a_, false, client_filter);
     Plan update = Passed(Rebuilt({}, {{"updates", {Replaced(statement, "q", flat_only)}}}));
     const bool multi = FindBool(statement.get(), "multi").value_or(false);
     const Command command = command_;

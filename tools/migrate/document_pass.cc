@@ -89,10 +89,9 @@ PassOutcome RunDocumentPass(BackendClient& backend, Checkpoint& checkpoint,
     }
 
     std::vector<Doc> statements;
-    std::vector<const Doc*> converted_from;
     for (const Doc& document : documents) {
       std::string why;
-      std::optional<Doc> converted = converter.convert(document.get(), &why);
+      std::optional<Doc> converted = converter.convert(document, &why);
       if (!converted) {
         progress.Clear();
         report << "cannot convert " << IdOf(document.get()).ToRelaxedJson() << ": " << why << "\n";
@@ -104,7 +103,6 @@ PassOutcome RunDocumentPass(BackendClient& backend, Checkpoint& checkpoint,
       AppendDoc(statement.mut(), "q", UnchangedDocument(document));
       AppendDoc(statement.mut(), "u", *converted);
       statements.push_back(std::move(statement));
-      converted_from.push_back(&document);
     }
     int64_t converted_now = static_cast<int64_t>(statements.size());
     if (!options.dry_run && !statements.empty()) {

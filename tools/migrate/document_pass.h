@@ -28,7 +28,7 @@ namespace remold {
 
 struct DocumentConverter {
   Doc source;  // the filter of the documents still to convert
-  std::function<std::optional<Doc>(const bson_t* document, std::string* why)> convert;
+  std::function<std::optional<Doc>(const Doc& document, std::string* why)> convert;
 };
 
 struct PassOptions {

@@ -131,8 +131,8 @@ DocumentConverter ConverterFor(const Rule& rule, MigrationDirection direction, b
           std::string error;
           std::optional<Doc> source = Doc::FromJson(DocumentsToMigrate(pattern, direction), &error);
           if (!source) throw std::logic_error("rule '" + rule.name + "': bad migration filter: " + error);
-          return DocumentConverter{*source, [pattern, direction](const bson_t* document, std::string* why) {
-                                     return MigratedDocument(pattern, document, direction, why);
+          return DocumentConverter{*source, [pattern, direction](const Doc& document, std::string* why) {
+                                     return MigratedDocument(pattern, document.get(), direction, why);
                                    }};
         }
       },

@@ -12,6 +12,7 @@ oracle.
 from __future__ import annotations
 
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -111,12 +112,17 @@ class Application:
             got = sorted(self.through.find(query), key=lambda d: d["_id"])
             want = sorted(self.oracle.find(query), key=lambda d: d["_id"])
             count = self.through.count_documents(query)
+            key = "color" if self.reads % 2 else "ram_gb"
+            distinct = sorted(self.through.distinct(key, query))
+            want_distinct = sorted(self.oracle.distinct(key, query))
             self.reads += 1
         if got != want or count != len(want):
             missing = [d["_id"] for d in want if d not in got][:5]
             extra = [d["_id"] for d in got if d not in want][:5]
             self.wrong.append(f"{query}: {len(got)} (count {count}) vs oracle {len(want)}; "
                               f"missing {missing}, differing or extra {extra}")
+        if distinct != want_distinct:
+            self.wrong.append(f"distinct {key} {query}: {distinct} vs oracle {want_distinct}")
 
     def run(self, write: bool) -> None:
         i = 0
@@ -180,7 +186,11 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
         assert second.returncode == 0, out + err
         assert "resuming from the checkpoint" in out, out
         assert "0 left in the flat form" in out, out
+        # Plain progress lines off a terminal (on stderr), with the rate and the time left.
+        assert re.search(r"^migrate: rule products: \d+/\d+ .*, \d+/s, ETA \d+ s$", err, re.MULTILINE), err
         assert database.products.count_documents(flat_filter) == 0
+        check = run_remold("check", str(rules), "--backend", backend.uri)
+        assert check.returncode == 0, check.stdout + check.stderr  # nothing left to migrate
 
         time.sleep(1.0)  # reads and writes go on over the converted collection
         assert not app.errors, app.errors
