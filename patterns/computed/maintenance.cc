@@ -21,6 +21,9 @@ constexpr int kReadAttempts = 3;
 // Source documents read at a max with followers: those tied at the max
 // are as good as one another (past this many, a round more settles it).
 constexpr int kTiesRead = 16;
+// Target documents of one link value a fill reads and sets (a link other
+// than _id may have several).
+constexpr int kTargetsFilled = 1000;
 
 using Op = MaintainedField::Op;
 
@@ -68,6 +71,27 @@ Doc Statement(const Doc& q, const Doc& u, bool multi, bool upsert) {
   BSON_APPEND_BOOL(statement.mut(), "multi", multi);
   if (upsert) BSON_APPEND_BOOL(statement.mut(), "upsert", true);
   return statement;
+}
+
+// The name of maintained field `i` in the $group of its sources.
+std::string GroupName(size_t i) { return "f" + std::to_string(i); }
+
+// Whether a target's stored value of `field` is what its sources give
+// (`computed`: the $group's value; absent when no source links to it).
+// Counts and sums compare by number, an absent one as 0; min and max by
+// value, absent as null.
+bool Agrees(const MaintainedField& field, const std::optional<bson_iter_t>& stored,
+            const std::optional<bson_iter_t>& computed) {
+  if (field.op == Op::kMin || field.op == Op::kMax) return SameValue(stored, computed);
+  auto number = [](const std::optional<bson_iter_t>& v) -> std::optional<double> {
+    if (IsNull(v)) return 0.0;
+    if (!BSON_ITER_HOLDS_NUMBER(&*v)) return std::nullopt;
+    return bson_iter_as_double(&*v);
+  };
+  std::optional<double> a = number(stored), b = number(computed);
+  if (!a || !b) return false;
+  if (*a == *b) return true;
+  return std::fabs(*a - *b) <= 1e-9 * std::max(std::fabs(*a), std::fabs(*b));
 }
 
 std::string Describe(const Doc& box) {
@@ -276,6 +300,13 @@ void AggregateMaintenance::WarnOnFailure(const Doc& reply, const std::string& wh
 
 void AggregateMaintenance::Schedule(CommandQueue& queue) {
   const bool multi = aggregate_.link_to != "_id";
+  if (aggregate_.migrating) {
+    queue.AddPhase([this, &queue] {
+      for (size_t t = 0; t < targets_.size(); ++t) ScheduleFill(queue, t, 1, 1);
+    });
+    if (!aggregate_.derived.empty()) queue.AddPhase([this, &queue] { ScheduleDerived(queue, 1); });
+    return;
+  }
   queue.AddPhase([this, &queue, multi] {
     std::vector<Doc> statements;
     for (const Target& target : targets_) {
@@ -592,6 +623,111 @@ void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
     }
     if (statements.empty()) return;
     queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "setting derived fields"); });
+  });
+}
+
+// Round 1 runs after the client's write; a round that set a target, or
+// lost its guard to another writer, is followed by another, which ends the
+// loop when nothing differs.
+void AggregateMaintenance::ScheduleFill(CommandQueue& queue, size_t t, int round, int attempt) {
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", aggregate_.target.collection);
+  AppendDoc(body, "filter", LinkFilter(targets_[t]));
+  Doc projection;
+  BSON_APPEND_INT32(projection.mut(), "_id", 1);
+  for (const MaintainedField& field : aggregate_.fields) BSON_APPEND_INT32(projection.mut(), field.field.c_str(), 1);
+  AppendDoc(body, "projection", projection);
+  BSON_APPEND_INT32(body, "batchSize", kTargetsFilled);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client_, ArgumentTarget::kRead, aggregate_.target.db, body);
+  read.may_fail = true;
+  queue.Push(std::move(read), [this, &queue, t, round, attempt](const Doc& reply) {
+    if (!IsOkReply(reply)) {
+      if (attempt < kReadAttempts && !InTransaction(client_)) return ScheduleFill(queue, t, round, attempt + 1);
+      return WarnOnFailure(reply, "reading the targets to fill");
+    }
+    ScheduleFillSources(queue, t, round, 1, FirstBatch(reply));
+  });
+}
+
+void AggregateMaintenance::ScheduleFillSources(CommandQueue& queue, size_t t, int round, int attempt,
+                                               std::vector<Doc> targets) {
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "aggregate", source_.collection);
+  // The sources Record counts for the link (not an array holding it).
+  Doc match, no_element, group;
+  AppendValue(match.mut(), aggregate_.link_from, Unboxed(targets_[t].link));
+  BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
+  AppendDoc(match.mut(), aggregate_.link_from + ".0", no_element);
+  BSON_APPEND_NULL(group.mut(), "_id");
+  for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+    const MaintainedField& field = aggregate_.fields[i];
+    Doc accumulator;
+    if (field.op == Op::kCount) BSON_APPEND_INT32(accumulator.mut(), "$sum", 1);
+    else AppendString(accumulator.mut(), field.op == Op::kSum ? "$sum" : field.op == Op::kMax ? "$max" : "$min",
+                      "$" + field.of);
+    AppendDoc(group.mut(), GroupName(i), accumulator);
+  }
+  std::vector<Doc> stages(2);
+  AppendDoc(stages[0].mut(), "$match", match);
+  AppendDoc(stages[1].mut(), "$group", group);
+  AppendArray(body, "pipeline", stages);
+  AppendDoc(body, "cursor", Doc());
+  SealCommand(client_, ArgumentTarget::kRead, source_.db, body);
+  read.may_fail = true;
+  queue.Push(std::move(read), [this, &queue, t, round, attempt, targets = std::move(targets)](const Doc& reply) {
+    if (!IsOkReply(reply)) {
+      if (attempt < kReadAttempts && !InTransaction(client_))
+        return ScheduleFillSources(queue, t, round, attempt + 1, targets);
+      return WarnOnFailure(reply, "reading the sources to fill");
+    }
+    std::vector<Doc> groups = FirstBatch(reply);
+    std::vector<Doc> statements;
+    for (const Doc& target : targets) {
+      Doc q, assign, unset, u;
+      AppendValue(q.mut(), "_id", *Find(target.get(), "_id"));
+      bool differs = false;
+      for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+        const MaintainedField& field = aggregate_.fields[i];
+        std::optional<bson_iter_t> stored = Find(target.get(), field.field);
+        std::optional<bson_iter_t> computed =
+            groups.empty() ? std::nullopt : Find(groups.front().get(), GroupName(i));
+        AppendGuard(q.mut(), field.field, IsNull(stored) ? std::nullopt : std::optional<Doc>(Boxed(*stored)));
+        if (Agrees(field, stored, computed)) continue;
+        differs = true;
+        if (!IsNull(computed)) AppendValue(assign.mut(), field.field, *computed);
+        else if (field.op == Op::kCount || field.op == Op::kSum) BSON_APPEND_INT32(assign.mut(), field.field.c_str(), 0);
+        else AppendString(unset.mut(), field.field, "");
+      }
+      if (!differs) continue;
+      if (!assign.empty()) AppendDoc(u.mut(), "$set", assign);
+      if (!unset.empty()) AppendDoc(u.mut(), "$unset", unset);
+      statements.push_back(Statement(q, u, false, false));
+    }
+    if (targets.empty() && !groups.empty() && aggregate_.create_target) {
+      // A missing target is created from its sources' values, only if it is still missing.
+      Doc set_on_insert, u;
+      for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+        std::optional<bson_iter_t> computed = Find(groups.front().get(), GroupName(i));
+        if (!IsNull(computed)) AppendValue(set_on_insert.mut(), aggregate_.fields[i].field, *computed);
+      }
+      AppendDoc(u.mut(), "$setOnInsert", set_on_insert);
+      statements.push_back(Statement(LinkFilter(targets_[t]), u, false, true));
+    }
+    if (statements.empty()) return;  // the targets agree with their sources
+    if (round >= kMaxRecomputeRounds) {
+      warnings_->push_back("filling the values of " + aggregate_.target.full() + " " +
+                           Describe(targets_[t].link) + " did not settle after " +
+                           std::to_string(kMaxRecomputeRounds) +
+                           " rounds of concurrent writes; run `remold reconcile` to check it");
+      return;
+    }
+    queue.Push(UpdateCommand(statements), [this, &queue, t, round](const Doc& reply) {
+      WarnOnFailure(reply, "filling");
+      if (IsOkReply(reply)) ScheduleFill(queue, t, round + 1, 1);
+    });
   });
 }
 

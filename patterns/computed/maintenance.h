@@ -15,6 +15,11 @@
 //     read again until what was set is still the extreme;
 //  4. derived fields: read the targets, compute, compare-and-set on the
 //     values they were computed from.
+// While the rule is `migrating`, steps 1 to 3 give way to one: a target's
+// values may predate the rule, so each target the write touched is
+// recomputed from its sources (count, sum, min, max in one $group), set
+// where it differs under a guard that it still holds what was read, and
+// checked again until the target and its sources agree.
 // Every step is safe under concurrent writers: increments commute, and a
 // compare-and-set that misses means a later writer changed the values and
 // repairs them itself. The commands carry no txnNumber outside a
@@ -94,6 +99,14 @@ class AggregateMaintenance {
   bool HoldsFollowers(const Doc& doc, const std::optional<Doc>& extreme, size_t max_field,
                       const std::vector<std::optional<Doc>>& values) const;
   void ScheduleDerived(CommandQueue& queue, int attempt);
+  // While the rule is migrating: reads the targets of link `t` and the
+  // values their sources give, and sets each target that differs, guarded
+  // by the values read; then reads both again, until they agree.
+  void ScheduleFill(CommandQueue& queue, size_t t, int round, int attempt);
+  // Pushes the read of the source values of `t` (`targets`: the target
+  // documents read before it).
+  void ScheduleFillSources(CommandQueue& queue, size_t t, int round, int attempt,
+                           std::vector<Doc> targets);
   void WarnOnFailure(const Doc& reply, const std::string& what);
 
   ComputedAggregate aggregate_;

@@ -327,7 +327,7 @@ ComputedAggregate ParseAggregate(const FileContext& ctx, const YAML::Node& a, co
 
 ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
                                  const Namespace& logical) {
-  ctx.CheckKeys(c, "'computed'", {"aggregates", "fields", "on_client_write"});
+  ctx.CheckKeys(c, "'computed'", {"aggregates", "fields", "on_client_write", "migrating"});
   ComputedRule rule;
   rule.logical = logical;
   std::vector<YAML::Node> aggregate_nodes;  // of rule.aggregates, index for index
@@ -382,6 +382,20 @@ ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
   if (!c["aggregates"] && !c["fields"])
     ctx.Report(c, "a computed rule needs 'aggregates', 'fields', or both");
   ctx.Step([&] {
+    if (!ParseBool(ctx, c, "migrating", false)) return;
+    for (size_t i = 0; i < rule.aggregates.size(); ++i) {
+      ComputedAggregate& aggregate = rule.aggregates[i];
+      aggregate.migrating = true;
+      for (const MaintainedField& field : aggregate.fields) {
+        if (field.op == MaintainedField::Op::kLatest)
+          ctx.Report(c["migrating"], "'migrating' is not supported with 'latest' fields (field '" +
+                                         field.field + "' of " + aggregate.target.full() +
+                                         "): fill the values with `remold reconcile --fix` while writes "
+                                         "are paused");
+      }
+    }
+  });
+  ctx.Step([&] {
     std::string mode = ctx.OptionalString(c, "on_client_write", "reject", "reject or overwrite");
     if (mode == "reject") rule.on_client_write = ComputedRule::ClientWrite::kReject;
     else if (mode == "overwrite") rule.on_client_write = ComputedRule::ClientWrite::kOverwrite;
@@ -409,6 +423,7 @@ std::string ComputedRule::Describe() const {
     out += " -> " + aggregate.target.full() + " (" +
            std::to_string(aggregate.fields.size() + aggregate.derived.size()) + " field(s))";
   if (!fields.empty()) out += ", " + std::to_string(fields.size()) + " computed field(s)";
+  if (!aggregates.empty() && aggregates.front().migrating) out += ", migrating";
   return out;
 }
 

@@ -75,6 +75,10 @@ struct ComputedAggregate {
   std::vector<ComputedField> derived;
   // Top-level source fields the maintained values read, the link first.
   std::vector<std::string> inputs;
+  // The rule's `migrating: true`: targets may hold values from before the
+  // rule (missing or wrong), so a write recomputes the values of the
+  // targets it touches from their sources instead of adjusting them.
+  bool migrating = false;
 };
 
 // Computed pattern: values derived on write, never on read.
