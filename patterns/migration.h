@@ -16,6 +16,15 @@
 //       // set when reads through remold handle both forms now, so that the
 //       // documents can move while the application runs: the form writes
 //       // through remold store meanwhile
+//
+// A pattern whose rule form moves no document but keeps values derived from
+// other documents (the documents stay as written) migrates by filling
+// those values instead; `remold migrate` checks and repairs them round
+// after round (the check and repair of `remold reconcile`). It provides:
+//
+//   bool FillsValuesOnWrite(const R&);
+//       // the rule is migrating: each write recomputes the values it
+//       // touches rather than adjusting values that may predate the rule
 #pragma once
 
 #include <concepts>
@@ -32,6 +41,11 @@ concept DocumentMigration = requires(const R& rule, const bson_t* document, std:
   { DocumentsToMigrate(rule, MigrationDirection::kToRule) } -> std::same_as<std::string>;
   { MigratedDocument(rule, document, MigrationDirection::kToRule, why) } -> std::same_as<std::optional<Doc>>;
   { MigratingTo(rule) } -> std::same_as<std::optional<MigrationDirection>>;
+};
+
+template <typename R>
+concept ValueMigration = requires(const R& rule) {
+  { FillsValuesOnWrite(rule) } -> std::same_as<bool>;
 };
 
 }  // namespace remold

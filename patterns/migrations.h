@@ -3,5 +3,6 @@
 #pragma once
 
 #include "patterns/attribute/migration.h"
+#include "patterns/computed/migration.h"
 #include "patterns/migration.h"
 #include "patterns/patterns.h"

@@ -382,7 +382,8 @@ ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
   if (!c["aggregates"] && !c["fields"])
     ctx.Report(c, "a computed rule needs 'aggregates', 'fields', or both");
   ctx.Step([&] {
-    if (!ParseBool(ctx, c, "migrating", false)) return;
+    rule.migrating = ParseBool(ctx, c, "migrating", false);
+    if (!rule.migrating) return;
     for (size_t i = 0; i < rule.aggregates.size(); ++i) {
       ComputedAggregate& aggregate = rule.aggregates[i];
       aggregate.migrating = true;
@@ -423,7 +424,7 @@ std::string ComputedRule::Describe() const {
     out += " -> " + aggregate.target.full() + " (" +
            std::to_string(aggregate.fields.size() + aggregate.derived.size()) + " field(s))";
   if (!fields.empty()) out += ", " + std::to_string(fields.size()) + " computed field(s)";
-  if (!aggregates.empty() && aggregates.front().migrating) out += ", migrating";
+  if (migrating) out += ", migrating";
   return out;
 }
 

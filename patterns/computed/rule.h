@@ -92,6 +92,8 @@ struct ComputedRule {
   std::vector<ComputedField> fields;
   // What a client write of a computed field gets.
   ClientWrite on_client_write = ClientWrite::kReject;
+  // `migrating: true`: values may predate the rule (see ComputedAggregate).
+  bool migrating = false;
 
   static constexpr std::string_view kName = "computed";
   // Parses the rule file's `computed:` section (a mapping; see rule.cc).

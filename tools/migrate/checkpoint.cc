@@ -21,7 +21,10 @@ Namespace CheckpointCollection(const Namespace& ns) { return Namespace{ns.db, "r
 
 Checkpoint LoadCheckpoint(BackendClient& backend, const std::string& rule, const Namespace& ns,
                           MigrationDirection direction) {
-  Checkpoint checkpoint{rule, ns, direction};
+  Checkpoint checkpoint;
+  checkpoint.rule = rule;
+  checkpoint.ns = ns;
+  checkpoint.direction = direction;
   const Doc filter = ById(rule);
   backend.Find(CheckpointCollection(ns), filter.get(), nullptr, [&](DocumentView view) {
     const bool same = FindString(view.bson, "namespace") == ns.full() &&

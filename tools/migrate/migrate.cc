@@ -11,6 +11,7 @@
 #include "tools/common/tool_run.h"
 #include "tools/migrate/checkpoint.h"
 #include "tools/migrate/document_pass.h"
+#include "tools/migrate/value_fill.h"
 
 namespace remold {
 namespace {
@@ -23,6 +24,7 @@ struct Options {
   std::string rule;
   MigrationDirection direction = MigrationDirection::kToRule;
   PassOptions pass;
+  bool throttled = false;  // --batch or --max-rate given
   bool help = false;
 };
 
@@ -71,8 +73,10 @@ Options ParseOptions(const std::vector<std::string>& args) {
       options.direction = MigrationDirection::kToFlat;
     } else if (arg == "--batch") {
       options.pass.batch = PositiveInteger(arg, value());
+      options.throttled = true;
     } else if (arg == "--max-rate") {
       options.pass.max_rate = PositiveRate(value());
+      options.throttled = true;
     } else if (arg == "--config" || arg == "--backend" || arg == "--rules") {
       options.config_args.push_back(arg);
       options.config_args.push_back(value());
@@ -88,8 +92,9 @@ Options ParseOptions(const std::vector<std::string>& args) {
 std::string MigratableRules(const RuleSet& rules) {
   std::string names;
   for (const Rule& rule : rules.rules()) {
-    const bool migratable = std::visit([](const auto& p) { return DocumentMigration<std::decay_t<decltype(p)>>; },
-                                       rule.pattern);
+    const bool migratable = std::visit(
+        [](const auto& p) { return DocumentMigration<std::decay_t<decltype(p)>> || ValueMigration<std::decay_t<decltype(p)>>; },
+        rule.pattern);
     if (migratable) names += (names.empty() ? "" : ", ") + rule.name;
   }
   return names.empty() ? "none" : names;
@@ -98,7 +103,7 @@ std::string MigratableRules(const RuleSet& rules) {
 std::string MigratablePatterns() {
   std::string names;
   ForEachPatternType([&]<typename R>() {
-    if constexpr (DocumentMigration<R>) names += (names.empty() ? "" : ", ") + std::string(R::kName);
+    if constexpr (DocumentMigration<R> || ValueMigration<R>) names += (names.empty() ? "" : ", ") + std::string(R::kName);
   });
   return names;
 }
@@ -134,6 +139,39 @@ DocumentConverter ConverterFor(const Rule& rule, MigrationDirection direction, b
           return DocumentConverter{*source, [pattern, direction](const Doc& document, std::string* why) {
                                      return MigratedDocument(pattern, document.get(), direction, why);
                                    }};
+        }
+      },
+      rule.pattern);
+}
+
+// For a rule whose migration fills values (patterns/migration.h): runs it
+// and gives its exit status; nullopt for the other rules.
+std::optional<int> MigrateValues(const Rule& rule, const Options& options, const Config& config, std::ostream& out,
+                                 std::ostream& err, bool err_is_terminal) {
+  return std::visit(
+      [&](const auto& pattern) -> std::optional<int> {
+        using R = std::decay_t<decltype(pattern)>;
+        if constexpr (!ValueMigration<R>) {
+          return std::nullopt;
+        } else {
+          if (options.direction == MigrationDirection::kToFlat)
+            throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) +
+                             " rule: its form moves no document (the values it maintains are fields of "
+                             "their documents); retired, they stay as they are, no longer maintained. "
+                             "There is nothing to migrate back");
+          if (options.throttled)
+            throw UsageError("--batch and --max-rate apply to rules that move documents; rule '" + rule.name +
+                             "' is a " + std::string(R::kName) + " rule, whose values are filled by the passes "
+                             "of `remold reconcile --fix`");
+          out << "migrate: rule " << rule.name << " (" << R::kName << ", " << rule.logical().full()
+              << "): filling the values it maintains" << (options.pass.dry_run ? " (dry run: nothing is written)" : "")
+              << "\n";
+          if (!FillsValuesOnWrite(pattern))
+            out << "migrate: note: rule '" << rule.name << "' is not migrating: until a value is filled, a write "
+                << "through remold adjusts the value stored before the rule (set `migrating: true` in " << rule.source
+                << " so that writes recompute what they touch)\n";
+          std::unique_ptr<BackendClient> backend = ConnectBackend(config, "remold-migrate");
+          return FillValues(*backend, rule, options.pass.dry_run, out, err, err_is_terminal);
         }
       },
       rule.pattern);
@@ -229,6 +267,8 @@ int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (!rule)
       throw UsageError("no rule named '" + options.rule + "' in " + setup.config.rules_dir +
                        " (rules that can be migrated: " + MigratableRules(*setup.rules) + ")");
+    if (std::optional<int> status = MigrateValues(*rule, options, setup.config, out, err, err_is_terminal))
+      return *status;
     const Namespace ns = rule->logical();
     const bool to_rule = options.direction == MigrationDirection::kToRule;
     std::string note;

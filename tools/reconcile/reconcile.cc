@@ -78,15 +78,6 @@ std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<s
   return selected;
 }
 
-std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule) {
-  const auto& computed = std::get<ComputedRule>(rule.pattern);
-  std::vector<Summary> summaries;
-  for (const ComputedAggregate& aggregate : computed.aggregates)
-    summaries.push_back(CheckAggregate(context, rule.name, computed.logical, aggregate));
-  if (!computed.fields.empty()) summaries.push_back(CheckFields(context, rule.name, computed));
-  return summaries;
-}
-
 // What to do: the configuration and the rules, checked before connecting.
 struct Plan {
   Config config;
@@ -127,6 +118,15 @@ int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_i
 }
 
 }  // namespace
+
+std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule) {
+  const auto& computed = std::get<ComputedRule>(rule.pattern);
+  std::vector<Summary> summaries;
+  for (const ComputedAggregate& aggregate : computed.aggregates)
+    summaries.push_back(CheckAggregate(context, rule.name, computed.logical, aggregate));
+  if (!computed.fields.empty()) summaries.push_back(CheckFields(context, rule.name, computed));
+  return summaries;
+}
 
 std::string ReconcileUsage() {
   return "usage: remold reconcile --config FILE [--rule NAME] [--fix]\n"

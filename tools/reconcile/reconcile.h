@@ -15,7 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "rules/rule.h"
+#include "tools/reconcile/context.h"
+
 namespace remold {
+
+// Checks (and with context.fix, repairs) every value one computed rule
+// maintains; one summary per checked collection. Throws BackendError.
+std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule);
 
 int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                  bool err_is_terminal);

@@ -1,0 +1,207 @@
+"""`remold migrate` on a computed rule, online (tools/migrate/value_fill.h).
+
+Posts and comments are written straight to the backend before the rule
+exists, so no post holds its comment count, star sum or best stars. remold
+then serves the comments under the rule with `migrating: true` while an
+application adds, moves, rates and deletes comments through it, and a
+reader checks posts against a flat oracle (the same comments in a
+collection of their own, the values grouped from it). A post's values may
+be missing until the migration fills them, but a value remold shows is
+never wrong, and a post the application touched has them at once: its
+write recomputed them from the sources, where an increment would have
+counted only the comments written since the rule. The migration is killed
+once and run again; it then fills every post while the application runs.
+"""
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pymongo
+import pytest
+
+from conftest import NO_PROXY, require_binary
+from test_rules import run_remold
+
+pytestmark = pytest.mark.skipif(NO_PROXY, reason="runs remold migrate against remold's rules")
+
+N_POSTS = 2000
+N_COMMENTS = 12000
+FIELDS = ("commentCount", "starSum", "bestStars")
+
+
+def rule_file(rules: Path, db: str) -> None:
+    rules.mkdir(exist_ok=True)
+    (rules / "comments.yaml").write_text(
+        f"namespace: {db}.comments\npattern: computed\ncomputed:\n  migrating: true\n  aggregates:\n"
+        "    - target: posts\n      link: {from: postId, to: _id}\n      fields:\n"
+        "        commentCount: count\n        starSum: {sum: stars}\n        bestStars: {max: stars}\n")
+
+
+def expected(oracle: pymongo.collection.Collection, post_id: int) -> dict:
+    """The values of one post, grouped from the oracle's comments."""
+    stars = [c.get("stars") for c in oracle.find({"postId": post_id})]
+    numbers = [s for s in stars if isinstance(s, int)]
+    if not stars:
+        return {}
+    return {"commentCount": len(stars), "starSum": sum(numbers), "bestStars": max(numbers) if numbers else None}
+
+
+def differs(post: dict, want: dict, must_be_filled: bool) -> bool:
+    """Whether a post read through remold shows a wrong value: one that
+    differs from the oracle's (a count or sum of 0 and none are the same),
+    or none on a post that must be filled."""
+    if not want:
+        return any(post.get(f) not in (None, 0) for f in FIELDS)
+    if not any(f in post for f in FIELDS):
+        return must_be_filled
+    return any((post.get(f) or 0) != (want.get(f) or 0) for f in FIELDS)
+
+
+class Application:
+    """Writes comments through remold and to the oracle, and reads posts.
+
+    One lock orders the application's own operations, so a read of a post
+    and the oracle's grouping see the same writes; the migration runs
+    outside it."""
+
+    def __init__(self, database, direct_database):
+        self.comments = database.comments
+        self.posts = database.posts
+        self.oracle = direct_database.comments_oracle
+        self.lock = threading.Lock()
+        self.rng = random.Random(5)
+        self.next_id = N_COMMENTS
+        self.touched: set[int] = set()
+        self.writes = self.reads = 0
+        self.wrong: list[str] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+
+    def write_once(self) -> None:
+        with self.lock:
+            kind = self.rng.random()
+            post = self.rng.randrange(N_POSTS)
+            if kind < 0.4:
+                doc = {"_id": self.next_id, "postId": post, "stars": self.rng.randrange(1, 6)}
+                self.next_id += 1
+                self.comments.insert_one(dict(doc))
+                self.oracle.insert_one(doc)
+                self.touched.add(post)
+            else:
+                target = {"_id": self.rng.randrange(self.next_id)}
+                old = self.oracle.find_one(target)
+                if old is None:
+                    return
+                if kind < 0.6:
+                    update = {"$set": {"stars": self.rng.randrange(1, 6)}}
+                elif kind < 0.8:
+                    update = {"$set": {"postId": post}}  # moved to another post
+                    self.touched.add(post)
+                else:
+                    update = None
+                if update is None:
+                    assert self.comments.delete_one(target).deleted_count == 1
+                    self.oracle.delete_one(target)
+                else:
+                    assert self.comments.update_one(target, update).matched_count == 1
+                    self.oracle.update_one(target, update)
+                self.touched.add(old["postId"])
+            self.writes += 1
+
+    def read_once(self) -> None:
+        with self.lock:
+            post_id = self.rng.randrange(N_POSTS)
+            post = self.posts.find_one({"_id": post_id})
+            want = expected(self.oracle, post_id)
+            must = post_id in self.touched
+            self.reads += 1
+        if differs(post, want, must):
+            self.wrong.append(f"post {post_id}: {post} vs oracle {want} (touched: {must})")
+
+    def run(self, write: bool) -> None:
+        while not self.stop.is_set():
+            try:
+                self.write_once() if write else self.read_once()
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                return
+
+    def check_every_post(self) -> list[str]:
+        with self.lock:
+            posts = {p["_id"]: p for p in self.posts.find()}
+            wrong = []
+            for post_id in range(N_POSTS):
+                want = expected(self.oracle, post_id)
+                if differs(posts[post_id], want, must_be_filled=True):
+                    wrong.append(f"post {post_id}: {posts[post_id]} vs oracle {want}")
+            return wrong
+
+
+def migrate(rules: Path, backend_uri: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([str(require_binary()), "migrate", "--backend", backend_uri, "--rules",
+                             str(rules), "--rule", "comments", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_migrate_computed_online_with_a_kill(private_remold, backend, direct_client, db_name, tmp_path):
+    database = direct_client[db_name]
+    rng = random.Random(3)
+    database.posts.insert_many([{"_id": i, "title": f"post {i}"} for i in range(N_POSTS)])
+    comments = [{"_id": i, "postId": rng.randrange(N_POSTS), "stars": rng.randrange(1, 6)}
+                for i in range(N_COMMENTS)]
+    database.comments.insert_many([dict(c) for c in comments])
+    database.comments_oracle.insert_many(comments)
+    database.comments_oracle.create_index("postId")
+    database.comments.create_index("postId")
+    rules = tmp_path / "rules"
+    rule_file(rules, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        client = pymongo.MongoClient(remold.uri)
+        app = Application(client[db_name], database)
+        threads = [threading.Thread(target=app.run, args=(write,)) for write in (True, False)]
+        for thread in threads:
+            thread.start()
+        time.sleep(2.0)  # writes before any migration: the posts they touch are filled at once
+
+        # Killed while it fills, then run again from the start.
+        first = migrate(rules, backend.uri)
+        time.sleep(1.0)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second = migrate(rules, backend.uri)
+        out, err = second.communicate(timeout=600)
+        assert second.returncode == 0, out + err
+        assert "migrate: done" in out, out
+        filled_line = next(line for line in out.splitlines() if line.startswith("migrate: filled"))
+
+        time.sleep(1.0)  # the application goes on over the filled posts
+        app.stop.set()
+        for thread in threads:
+            thread.join(60)
+        assert not app.errors, app.errors
+        everywhere = app.check_every_post()
+        assert not everywhere, everywhere[:5]
+
+        # Nothing left to fill, and nothing to move back.
+        dry = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "comments",
+                         "--dry-run")
+        assert dry.returncode == 0 and "0 value(s) would be filled" in dry.stdout, dry.stdout + dry.stderr
+        back = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "comments",
+                          "--to", "flat")
+        assert back.returncode == 2 and "nothing to migrate back" in back.stderr, back.stderr
+        throttled = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "comments",
+                               "--max-rate", "10")
+        assert throttled.returncode == 2 and "apply to rules that move documents" in throttled.stderr
+
+        print(f"\ncomputed adoption: {app.writes} writes, {app.reads} reads, {len(app.wrong)} wrong, "
+              f"{len(app.touched)} posts touched, killed once and run again ({filled_line})")
+        assert not app.wrong, app.wrong[:5]
+        assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
+    finally:
+        direct_client.drop_database(db_name)
