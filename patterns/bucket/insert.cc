@@ -57,12 +57,6 @@ constexpr int64_t kElementOverhead = 9;
 // summaries, the array header) besides its meta values and readings.
 constexpr int64_t kBucketOverhead = 16 * 1024;
 
-struct WriteError {
-  size_t index;
-  int code;
-  std::string message;
-};
-
 bool IsMeta(const BucketRule& rule, std::string_view key) {
   return std::find(rule.meta_fields.begin(), rule.meta_fields.end(), key) != rule.meta_fields.end();
 }
@@ -391,13 +385,13 @@ std::vector<Statement> Coalesce(const BucketRule& rule,
 struct InsertShape {
   bool ordered;
   size_t batch_size;
-  std::vector<WriteError> rejected;                   // before anything ran
+  std::vector<RejectedReading> rejected;              // before anything ran
   std::vector<std::vector<std::vector<size_t>>> indexes;  // [command][statement] -> client indexes
 };
 
 // Client indexes whose measurements were not stored, with the backend error.
 ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) {
-  std::vector<WriteError> errors = shape.rejected;
+  std::vector<RejectedReading> errors = shape.rejected;
   size_t stored = 0;
   Doc last_write_concern_error;
   bool have_wce = false;
@@ -462,6 +456,54 @@ ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) 
 
 }  // namespace
 
+BucketUpserts PlanBucketUpserts(const BucketRule& rule, const std::string& who,
+                                const std::vector<std::span<const uint8_t>>& docs, bool ordered,
+                                const Capabilities& caps) {
+  BucketUpserts out;
+  std::vector<std::optional<Statement>> classified(docs.size());
+  size_t accepted_end = docs.size();
+  for (size_t i = 0; i < docs.size(); ++i) {
+    Statement st;
+    Reading doc(docs[i]);
+    std::optional<RejectedReading> rejection;
+    if (auto error = Classify(rule, who, doc, st)) {
+      rejection = RejectedReading{i, error_codes::kBadValue.value, *error};
+    } else {
+      st.bytes = MeasurementBytes(rule, doc);
+      const int64_t room = static_cast<int64_t>(caps.max_bson_object_size) -
+                           static_cast<int64_t>(st.meta.bytes().size()) - kBucketOverhead;
+      st.limit = std::min<int64_t>(rule.max_bytes, room);
+      if (st.bytes > room)
+        rejection = RejectedReading{i, error_codes::kBSONObjectTooLarge.value,
+                                    who + ": this reading (" + std::to_string(st.bytes) +
+                                        " bytes) is too large for a bucket document of at most " +
+                                        std::to_string(caps.max_bson_object_size) + " bytes"};
+    }
+    if (rejection) {
+      out.rejected.push_back(std::move(*rejection));
+      if (ordered) {
+        accepted_end = i;
+        break;
+      }
+      continue;
+    }
+    classified[i] = std::move(st);
+  }
+  for (const Statement& st : Coalesce(rule, docs, classified, accepted_end, ordered)) {
+    Doc statement = BuildStatement(rule, st);
+    if (statement.bytes().size() > static_cast<size_t>(caps.max_bson_object_size)) {
+      out.too_large = who + ": the upsert of one bucket in this batch exceeds the maximum document size "
+                      "(its readings, and its meta values twice); send smaller readings or meta values";
+      return out;
+    }
+    std::vector<size_t> indexes;
+    for (const auto& m : st.measurements) indexes.push_back(m.index);
+    out.readings.push_back(std::move(indexes));
+    out.statements.push_back(std::move(statement));
+  }
+  return out;
+}
+
 Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const std::string& who,
                          const Capabilities& caps) {
   Plan plan;
@@ -477,49 +519,17 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const s
   InsertShape shape;
   shape.ordered = ordered;
   shape.batch_size = docs.size();
-  std::vector<std::optional<Statement>> classified(docs.size());
-  size_t accepted_end = docs.size();
-  for (size_t i = 0; i < docs.size(); ++i) {
-    Statement st;
-    Reading doc(docs[i]);
-    std::optional<WriteError> rejection;
-    if (auto error = Classify(rule, who, doc, st)) {
-      rejection = WriteError{i, error_codes::kBadValue.value, *error};
-    } else {
-      st.bytes = MeasurementBytes(rule, doc);
-      const int64_t room = static_cast<int64_t>(caps.max_bson_object_size) -
-                           static_cast<int64_t>(st.meta.bytes().size()) - kBucketOverhead;
-      st.limit = std::min<int64_t>(rule.max_bytes, room);
-      if (st.bytes > room)
-        rejection = WriteError{i, error_codes::kBSONObjectTooLarge.value,
-                               who + ": this reading (" + std::to_string(st.bytes) +
-                                   " bytes) is too large for a bucket document of at most " +
-                                   std::to_string(caps.max_bson_object_size) + " bytes"};
-    }
-    if (rejection) {
-      shape.rejected.push_back(std::move(*rejection));
-      if (ordered) {
-        accepted_end = i;
-        break;
-      }
-      continue;
-    }
-    classified[i] = std::move(st);
-  }
-  std::vector<Statement> statements = Coalesce(rule, docs, classified, accepted_end, ordered);
+  BucketUpserts upserts = PlanBucketUpserts(rule, who, docs, ordered, caps);
+  if (upserts.too_large) return ImmediateReply(ErrorReply(error_codes::kBSONObjectTooLarge, *upserts.too_large));
+  shape.rejected = std::move(upserts.rejected);
 
   // Split into backend commands within the batch count and message size.
   const size_t max_statements = static_cast<size_t>(std::max(1, caps.max_write_batch_size));
   const size_t max_bytes = static_cast<size_t>(caps.max_message_size_bytes) - 64 * 1024;
-  std::vector<std::vector<Doc>> batches(statements.empty() ? 0 : 1);
+  std::vector<std::vector<Doc>> batches(upserts.statements.empty() ? 0 : 1);
   size_t batch_bytes = 0;
-  for (const Statement& st : statements) {
-    Doc statement = BuildStatement(rule, st);
-    if (statement.bytes().size() > static_cast<size_t>(caps.max_bson_object_size))
-      return ImmediateReply(ErrorReply(
-          error_codes::kBSONObjectTooLarge,
-          who + ": the upsert of one bucket in this batch exceeds the maximum document size "
-          "(its readings, and its meta values twice); send smaller readings or meta values"));
+  for (size_t k = 0; k < upserts.statements.size(); ++k) {
+    Doc& statement = upserts.statements[k];
     if (batches.back().size() == max_statements ||
         batch_bytes + statement.bytes().size() > max_bytes) {
       batches.emplace_back();
@@ -527,9 +537,7 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const s
       shape.indexes.emplace_back();
     }
     if (shape.indexes.empty()) shape.indexes.emplace_back();
-    std::vector<size_t> indexes;
-    for (const auto& m : st.measurements) indexes.push_back(m.index);
-    shape.indexes.back().push_back(std::move(indexes));
+    shape.indexes.back().push_back(std::move(upserts.readings[k]));
     batch_bytes += statement.bytes().size();
     batches.back().push_back(std::move(statement));
   }

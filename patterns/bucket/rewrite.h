@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,29 @@ bool PassesThrough(const BucketRule& rule, std::string_view field);
 
 // "bucket rule '<name>' for <db.collection>": how every refusal starts.
 std::string BucketRuleLabel(const Rule& rule, const BucketRule& bucket);
+
+// A reading an insert cannot store: its index in the batch, why, and the
+// code of the write error.
+struct RejectedReading {
+  size_t index;
+  int code;
+  std::string message;
+};
+
+// The readings of one insert as upserts of the bucket collection: the
+// statements ({q, u, upsert}), the batch indexes each stores, and the
+// readings refused (with `ordered`, the first refusal ends the batch).
+// `too_large` says why nothing can be stored when one upsert exceeds the
+// maximum document size.
+struct BucketUpserts {
+  std::vector<Doc> statements;
+  std::vector<std::vector<size_t>> readings;
+  std::vector<RejectedReading> rejected;
+  std::optional<std::string> too_large;
+};
+BucketUpserts PlanBucketUpserts(const BucketRule& rule, const std::string& who,
+                                const std::vector<std::span<const uint8_t>>& docs, bool ordered,
+                                const Capabilities& caps);
 
 // Per-command rewrites, used by RewritePattern; `who` is the rule's label.
 Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const std::string& who,
