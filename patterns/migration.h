@@ -25,16 +25,54 @@
 //   bool FillsValuesOnWrite(const R&);
 //       // the rule is migrating: each write recomputes the values it
 //       // touches rather than adjusting values that may predate the rule
+//
+// A pattern whose rule form lives in another collection, several source
+// documents to one (readings in buckets), moves batches between the two
+// collections. It provides:
+//
+//   CollectionMove MoveOf(const R&, MigrationDirection);
+//       // the two collections, and which documents of the source to move
+//   MovedBatch MovedDocuments(const R&, MigrationDirection,
+//                             const std::vector<Doc>& batch, std::string_view token);
+//       // the writes storing a batch of source documents (given without
+//       // the tool's stamp field) in the destination. Every write inserts:
+//       // an insert of a document whose _id is kept from its source, or an
+//       // upsert under an _id derived from `token` and the batch, that
+//       // matches no existing document; so the same batch written again
+//       // under the same token fails with duplicate keys instead of being
+//       // stored twice.
 #pragma once
 
 #include <concepts>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/doc.h"
 #include "patterns/migration_direction.h"
+#include "rules/namespace.h"
 
 namespace remold {
+
+struct CollectionMove {
+  Namespace from;
+  Namespace to;
+  std::string source;  // filter (Extended JSON) of the documents of `from` to move
+  // Documents of `from` may change while they move (each is deleted under
+  // a guard that it is as read, and moved again otherwise).
+  bool sources_change = false;
+};
+
+struct MovedBatch {
+  std::vector<Doc> inserts;  // documents of `to`, for an insert command
+  std::vector<Doc> upserts;  // or statements ({q, u, upsert}) of an update command
+  // Per insert or upsert, in order: the batch indexes of the sources it stores.
+  std::vector<std::vector<size_t>> sources;
+  // Sources that cannot be moved: batch index, why. They stay where they are.
+  std::vector<std::pair<size_t, std::string>> failed;
+};
 
 template <typename R>
 concept DocumentMigration = requires(const R& rule, const bson_t* document, std::string* why) {
@@ -46,6 +84,12 @@ concept DocumentMigration = requires(const R& rule, const bson_t* document, std:
 template <typename R>
 concept ValueMigration = requires(const R& rule) {
   { FillsValuesOnWrite(rule) } -> std::same_as<bool>;
+};
+
+template <typename R>
+concept CollectionMigration = requires(const R& rule, const std::vector<Doc>& batch) {
+  { MoveOf(rule, MigrationDirection::kToRule) } -> std::same_as<CollectionMove>;
+  { MovedDocuments(rule, MigrationDirection::kToRule, batch, std::string_view()) } -> std::same_as<MovedBatch>;
 };
 
 }  // namespace remold

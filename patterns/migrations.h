@@ -3,6 +3,7 @@
 #pragma once
 
 #include "patterns/attribute/migration.h"
+#include "patterns/bucket/migration.h"
 #include "patterns/computed/migration.h"
 #include "patterns/migration.h"
 #include "patterns/patterns.h"

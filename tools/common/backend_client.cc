@@ -167,20 +167,31 @@ UpdateResult BackendClient::UpdateOne(const Namespace& ns, const bson_t* filter,
 }
 
 BatchUpdateResult BackendClient::UpdateBatch(const Namespace& ns, const std::vector<Doc>& statements) {
+  BatchWriteResult written = WriteBatch(ns, "update", statements);
+  BatchUpdateResult result;
+  result.matched = written.n;
+  for (const WriteFailure& failure : written.errors)
+    result.errors.push_back("statement " + std::to_string(failure.index) + ": " + failure.message);
+  return result;
+}
+
+BatchWriteResult BackendClient::WriteBatch(const Namespace& ns, std::string_view kind, const std::vector<Doc>& items) {
+  const char* items_key = kind == "insert" ? "documents" : kind == "update" ? "updates" : "deletes";
   Doc command;
-  AppendString(command.mut(), "update", ns.collection);
-  AppendArray(command.mut(), "updates", statements);
+  AppendString(command.mut(), kind, ns.collection);
+  AppendArray(command.mut(), items_key, items);
   BSON_APPEND_BOOL(command.mut(), "ordered", false);
   Reply reply;
   bson_error_t error;
   if (!mongoc_client_write_command_with_opts(client_, ns.db.c_str(), command.get(), nullptr, reply.get(), &error))
     throw BackendError(ns.full() + ": " + error.message);
-  BatchUpdateResult result;
-  result.matched = FindInteger(reply.get(), "n").value_or(0);
+  BatchWriteResult result;
+  result.n = FindInteger(reply.get(), "n").value_or(0);
   if (auto errors = ::remold::Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
     for (const Doc& e : ArrayDocuments(*errors))
-      result.errors.push_back("statement " + std::to_string(FindInteger(e.get(), "index").value_or(-1)) +
-                              ": " + FindString(e.get(), "errmsg").value_or("write error"));
+      result.errors.push_back({FindInteger(e.get(), "index").value_or(-1),
+                               static_cast<int32_t>(FindInteger(e.get(), "code").value_or(8)),
+                               FindString(e.get(), "errmsg").value_or("write error")});
   }
   return result;
 }

@@ -53,6 +53,20 @@ struct BatchUpdateResult {
   std::vector<std::string> errors;  // "statement N: <errmsg>", one per write error
 };
 
+// What an unordered write command did: its n, and each write error.
+struct WriteFailure {
+  int64_t index = -1;  // of the statement or document
+  int32_t code = 0;
+  std::string message;
+};
+struct BatchWriteResult {
+  int64_t n = 0;
+  std::vector<WriteFailure> errors;
+};
+
+// The server's code for a duplicate key.
+inline constexpr int32_t kDuplicateKey = 11000;
+
 // A count limit that counts every document.
 inline constexpr int64_t kCountAll = int64_t{1} << 53;
 
@@ -80,6 +94,9 @@ class BackendClient {
   // One unordered update command of `statements` ({q, u, multi}), in one
   // round trip.
   BatchUpdateResult UpdateBatch(const Namespace& ns, const std::vector<Doc>& statements);
+  // One unordered write command: `kind` "insert" (documents), "update"
+  // (statements) or "delete" (statements), in one round trip.
+  BatchWriteResult WriteBatch(const Namespace& ns, std::string_view kind, const std::vector<Doc>& items);
 
  private:
   _mongoc_client_t* client_ = nullptr;

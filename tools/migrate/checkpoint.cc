@@ -34,6 +34,7 @@ Checkpoint LoadCheckpoint(BackendClient& backend, const std::string& rule, const
     checkpoint.resumed = checkpoint.stored = true;
     checkpoint.converted = FindInteger(view.bson, "converted").value_or(0);
     checkpoint.failed = FindInteger(view.bson, "failed").value_or(0);
+    checkpoint.written = FindString(view.bson, "written");
     if (auto after = Find(view.bson, "after")) {
       Doc id;
       AppendValue(id.mut(), "_id", *after);
@@ -52,6 +53,7 @@ void SaveCheckpoint(BackendClient& backend, Checkpoint& checkpoint, bool finishe
   if (checkpoint.after) AppendValue(set.mut(), "after", *Find(checkpoint.after->get(), "_id"));
   BSON_APPEND_INT64(set.mut(), "converted", checkpoint.converted);
   BSON_APPEND_INT64(set.mut(), "failed", checkpoint.failed);
+  if (checkpoint.written) AppendString(set.mut(), "written", *checkpoint.written);
   BSON_APPEND_DATE_TIME(set.mut(), "updated", now_ms);
   if (finished) BSON_APPEND_DATE_TIME(set.mut(), "finished", now_ms);
   if (!checkpoint.stored) BSON_APPEND_DATE_TIME(set.mut(), "started", now_ms);

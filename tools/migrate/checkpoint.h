@@ -3,7 +3,9 @@
 // `remold_migrations` of the rule's database,
 //   {_id: <rule name>, namespace, direction: "to_rule" | "to_flat",
 //    after: <the last _id of the last batch done>, converted, failed,
-//    started, updated, finished: <date, once nothing was left>}
+//    started, updated, finished: <date, once nothing was left>,
+//    written: <the token of the last batch written, for moves between
+//              collections (tools/migrate/move_pass.h)>}
 // Saved after every batch; a checkpoint of the other direction, or of a
 // finished migration, is started over.
 #pragma once
@@ -26,6 +28,7 @@ struct Checkpoint {
   std::optional<Doc> after;  // {_id: <value>}; none: from the start
   int64_t converted = 0;
   int64_t failed = 0;
+  std::optional<std::string> written;  // the token of the last batch written
   bool resumed = false;  // loaded from an unfinished run
   bool stored = false;   // in the backend already (resumed, or saved once)
 };

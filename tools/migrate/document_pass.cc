@@ -1,9 +1,9 @@
 #include "tools/migrate/document_pass.h"
 
 #include <chrono>
-#include <thread>
 
 #include "rewrite/unchanged_guard.h"
+#include "tools/migrate/batch_filters.h"
 
 namespace remold {
 namespace {
@@ -15,45 +15,6 @@ constexpr size_t kMaxFailures = 10'000;
 // Sweeps in a row that convert nothing (every guard lost its race) before
 // the pass gives up on what is left.
 constexpr int kMaxIdleSweeps = 3;
-
-Doc All(std::vector<Doc> clauses) {
-  Doc all;
-  AppendArray(all.mut(), "$and", clauses);
-  return all;
-}
-
-// {_id: {$gt: <after>}}
-Doc After(const Doc& after) {
-  Doc gt, filter;
-  AppendValue(gt.mut(), "$gt", *Find(after.get(), "_id"));
-  AppendDoc(filter.mut(), "_id", gt);
-  return filter;
-}
-
-// {_id: {$nin: [...]}}
-Doc NoneOf(const std::vector<Doc>& ids) {
-  Doc nin, filter;
-  bson_t array;
-  BSON_APPEND_ARRAY_BEGIN(nin.mut(), "$nin", &array);
-  for (size_t i = 0; i < ids.size(); ++i) AppendValue(&array, std::to_string(i), *Find(ids[i].get(), "_id"));
-  bson_append_array_end(nin.mut(), &array);
-  AppendDoc(filter.mut(), "_id", nin);
-  return filter;
-}
-
-Doc IdOf(const bson_t* document) {
-  Doc id;
-  if (auto value = Find(document, "_id")) AppendValue(id.mut(), "_id", *value);
-  return id;
-}
-
-// Sleeps as needed to keep `done` documents since `start` within `rate`.
-void Throttle(std::optional<double> rate, int64_t done, std::chrono::steady_clock::time_point start) {
-  if (!rate || *rate <= 0) return;
-  const auto due = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double>(done / *rate));
-  std::this_thread::sleep_until(due);
-}
 
 }  // namespace
 

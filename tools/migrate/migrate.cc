@@ -11,6 +11,7 @@
 #include "tools/common/tool_run.h"
 #include "tools/migrate/checkpoint.h"
 #include "tools/migrate/document_pass.h"
+#include "tools/migrate/move_pass.h"
 #include "tools/migrate/value_fill.h"
 
 namespace remold {
@@ -25,6 +26,7 @@ struct Options {
   MigrationDirection direction = MigrationDirection::kToRule;
   PassOptions pass;
   bool throttled = false;  // --batch or --max-rate given
+  bool rules_given = false;  // --rules given (not the configuration's directory)
   bool help = false;
 };
 
@@ -78,6 +80,7 @@ Options ParseOptions(const std::vector<std::string>& args) {
       options.pass.max_rate = PositiveRate(value());
       options.throttled = true;
     } else if (arg == "--config" || arg == "--backend" || arg == "--rules") {
+      options.rules_given |= arg == "--rules";
       options.config_args.push_back(arg);
       options.config_args.push_back(value());
     } else {
@@ -93,7 +96,10 @@ std::string MigratableRules(const RuleSet& rules) {
   std::string names;
   for (const Rule& rule : rules.rules()) {
     const bool migratable = std::visit(
-        [](const auto& p) { return DocumentMigration<std::decay_t<decltype(p)>> || ValueMigration<std::decay_t<decltype(p)>>; },
+        [](const auto& p) {
+          using R = std::decay_t<decltype(p)>;
+          return DocumentMigration<R> || ValueMigration<R> || CollectionMigration<R>;
+        },
         rule.pattern);
     if (migratable) names += (names.empty() ? "" : ", ") + rule.name;
   }
@@ -103,7 +109,8 @@ std::string MigratableRules(const RuleSet& rules) {
 std::string MigratablePatterns() {
   std::string names;
   ForEachPatternType([&]<typename R>() {
-    if constexpr (DocumentMigration<R> || ValueMigration<R>) names += (names.empty() ? "" : ", ") + std::string(R::kName);
+    if constexpr (DocumentMigration<R> || ValueMigration<R> || CollectionMigration<R>)
+      names += (names.empty() ? "" : ", ") + std::string(R::kName);
   });
   return names;
 }
@@ -181,6 +188,85 @@ std::string Rate(int64_t count, double seconds) {
   return seconds > 0 ? WithThousands(static_cast<int64_t>(count / seconds)) + "/s" : "-";
 }
 
+std::string Elapsed(double seconds) {
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
+  return elapsed;
+}
+
+// For a rule whose form lives in another collection (patterns/migration.h):
+// moves its documents and gives the exit status; nullopt for the others.
+std::optional<int> MigrateCollection(const Rule& rule, const Options& options, const ToolSetup& setup,
+                                     std::ostream& out, std::ostream& err, bool err_is_terminal) {
+  return std::visit(
+      [&](const auto& pattern) -> std::optional<int> {
+        using R = std::decay_t<decltype(pattern)>;
+        if constexpr (!CollectionMigration<R>) {
+          return std::nullopt;
+        } else {
+          const bool to_rule = options.direction == MigrationDirection::kToRule;
+          const CollectionMove move = MoveOf(pattern, options.direction);
+          if (!to_rule && !options.pass.dry_run && !options.rules_given)
+            throw UsageError("rule '" + rule.name + "' is in the rules directory remold serves (" +
+                             setup.config.rules_dir + "): reads through it see " + move.from.full() +
+                             " only, so documents moved back would vanish from them. Remove the rule file "
+                             "from that directory first (remold reloads), then run with --rules DIR naming "
+                             "a directory that holds it");
+          out << "migrate: rule " << rule.name << " (" << R::kName << ", " << rule.logical().full() << "): "
+              << move.from.full() << " into " << move.to.full()
+              << (options.pass.dry_run ? " (dry run: nothing is written)" : "") << "\n";
+          if (to_rule)
+            out << "migrate: note: reads through remold see " << move.to.full()
+                << " only: each batch appears in them as it moves\n";
+          std::unique_ptr<BackendClient> backend = ConnectBackend(setup.config, "remold-migrate");
+          Checkpoint checkpoint = LoadCheckpoint(*backend, rule.name, rule.logical(), options.direction);
+          if (checkpoint.resumed)
+            out << "migrate: resuming from the checkpoint in " << CheckpointCollection(rule.logical()).full()
+                << " (" << WithThousands(checkpoint.converted) << " moved before)\n";
+          std::string error;
+          const Doc source = *Doc::FromJson(move.source, &error);
+          const int64_t total = backend->CountDocuments(move.from, source.get(), kCountAll);
+          out << std::flush;
+          DocumentMover mover{move, [pattern, direction = options.direction](const std::vector<Doc>& batch,
+                                                                             std::string_view token) {
+                                return MovedDocuments(pattern, direction, batch, token);
+                              }};
+          const auto start = std::chrono::steady_clock::now();
+          MoveOutcome outcome;
+          {
+            Progress progress(err, err_is_terminal,
+                              {"migrate: rule " + rule.name, move.from.full(),
+                               options.pass.dry_run ? "read" : "moved", move.from.collection, true},
+                              total);
+            outcome = RunMovePass(*backend, checkpoint, mover, options.pass, progress, out);
+            progress.Finish();
+          }
+          const double seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (options.pass.dry_run) {
+            out << "migrate: dry run: " << WithThousands(outcome.moved) << " document(s) would move into "
+                << WithThousands(outcome.written) << " of " << move.to.full() << ", "
+                << WithThousands(outcome.failed) << " cannot\n";
+            return outcome.failed > 0 ? kLeft : kDone;
+          }
+          out << "migrate: moved " << WithThousands(outcome.moved) << " document(s) in " << Elapsed(seconds) << " ("
+              << Rate(outcome.moved, seconds) << ") into " << WithThousands(outcome.written) << " of "
+              << move.to.full() << "; " << WithThousands(outcome.failed) << " cannot be moved; "
+              << WithThousands(outcome.left) << " left in " << move.from.full() << "\n";
+          if (outcome.left == 0) {
+            out << "migrate: done: " << move.from.full() << " is empty"
+                << (to_rule ? "" : "; the rule can be deleted") << "\n";
+            return kDone;
+          }
+          out << "migrate: " << WithThousands(outcome.left)
+              << " document(s) left: those reported above cannot be moved, or kept changing; run again "
+                 "after fixing them\n";
+          return kLeft;
+        }
+      },
+      rule.pattern);
+}
+
 // Runs the pass from the checkpoint and reports; the exit status.
 int Migrate(BackendClient& backend, const Rule& rule, const DocumentConverter& converter, const Options& options,
             std::ostream& out, std::ostream& err, bool err_is_terminal) {
@@ -234,20 +320,23 @@ std::string MigrateUsage() {
   return "usage: remold migrate --config FILE --rule NAME [--to flat] [--dry-run]\n"
          "                      [--batch N] [--max-rate DOCS/S]\n"
          "\n"
-         "Converts the documents of a rule's collection written before the rule into\n"
-         "the rule's stored form, or back with --to flat, while the application runs.\n"
-         "Resumes from the checkpoint in <db>.remold_migrations when interrupted.\n"
+         "Brings the data of a rule's collection written before the rule into the rule's\n"
+         "form, or back with --to flat, while the application runs: attribute rules\n"
+         "convert documents in place, bucket rules move readings into buckets, computed\n"
+         "rules fill the values they maintain. Resumes from the checkpoint in\n"
+         "<db>.remold_migrations when interrupted.\n"
          "\n"
          "flags:\n"
          "  --config FILE     the configuration `remold serve` reads (backend, rules)\n"
          "  --backend URI     override the backend of the file\n"
          "  --rules DIR       override the rules directory of the file\n"
          "  --rule NAME       the rule (its file's stem)\n"
-         "  --to flat         back to the form written before the rule (the rule must\n"
-         "                    say `migrating: to_flat`)\n"
+         "  --to flat         back to the form written before the rule (an attribute\n"
+         "                    rule must say `migrating: to_flat`; a bucket rule must be\n"
+         "                    removed from the directory remold serves first)\n"
          "  --dry-run         convert in memory only: report what would change\n"
-         "  --batch N         documents per batch (default 500)\n"
-         "  --max-rate N      at most N documents per second\n"
+         "  --batch N         documents per batch (default 500; not for computed rules)\n"
+         "  --max-rate N      at most N documents per second (not for computed rules)\n"
          "\n"
          "exit status: 0 nothing left to convert, 1 documents left, 2 error\n";
 }
@@ -268,6 +357,8 @@ int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ost
       throw UsageError("no rule named '" + options.rule + "' in " + setup.config.rules_dir +
                        " (rules that can be migrated: " + MigratableRules(*setup.rules) + ")");
     if (std::optional<int> status = MigrateValues(*rule, options, setup.config, out, err, err_is_terminal))
+      return *status;
+    if (std::optional<int> status = MigrateCollection(*rule, options, setup, out, err, err_is_terminal))
       return *status;
     const Namespace ns = rule->logical();
     const bool to_rule = options.direction == MigrationDirection::kToRule;

@@ -256,10 +256,14 @@ def test_migrate_refuses_what_it_cannot_do_safely(backend, tmp_path):
     result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "products")
     assert result.returncode == 2
     assert "writes through remold store the other form" in result.stderr, result.stderr
-    result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "readings")
+    # A bucket rule's readings go back only once remold no longer serves the
+    # rule: reads of a bucket rule see its bucket collection alone.
+    config = tmp_path / "remold.yaml"
+    config.write_text(f"backend: {backend.uri}\nrules: {rules}\n")
+    result = run_remold("migrate", "--config", str(config), "--rule", "readings", "--to", "flat")
     assert result.returncode == 2
-    assert "is a bucket rule" in result.stderr, result.stderr
-    assert "until they are migrated" in result.stderr, result.stderr  # what becomes of its data
+    assert "is in the rules directory remold serves" in result.stderr, result.stderr
+    assert "Remove the rule file" in result.stderr, result.stderr
     result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "nope")
     assert result.returncode == 2 and "no rule named 'nope'" in result.stderr, result.stderr
     result = run_remold("migrate", "--rules", str(rules))

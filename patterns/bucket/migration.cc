@@ -1,0 +1,131 @@
+#include "patterns/bucket/migration.h"
+
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "patterns/bucket/rewrite.h"
+
+namespace remold {
+namespace {
+
+// FNV-1a, 64 bits, from `basis`.
+uint64_t Fnv1a(std::string_view bytes, uint64_t basis) {
+  uint64_t hash = basis;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+// An ObjectId that is a function of `seed` alone.
+void AppendDerivedId(bson_t* out, const char* key, std::string_view seed) {
+  const uint64_t high = Fnv1a(seed, 0xcbf29ce484222325ULL);
+  const uint64_t low = Fnv1a(seed, 0x84222325cbf29ce4ULL);
+  uint8_t bytes[12];
+  std::memcpy(bytes, &high, 8);
+  std::memcpy(bytes + 8, &low, 4);
+  bson_oid_t oid;
+  bson_oid_init_from_data(&oid, bytes);
+  BSON_APPEND_OID(out, key, &oid);
+}
+
+std::string Seed(std::string_view prefix, size_t position) {
+  std::string seed(prefix);
+  seed.push_back('\0');
+  seed += std::to_string(position);
+  return seed;
+}
+
+MovedBatch IntoBuckets(const BucketRule& rule, const std::vector<Doc>& batch, std::string_view token) {
+  MovedBatch moved;
+  std::vector<std::span<const uint8_t>> views;
+  views.reserve(batch.size());
+  for (const Doc& doc : batch) views.push_back(doc.bytes());
+  BucketUpserts upserts = PlanBucketUpserts(rule, "reading", views, /*ordered=*/false, Capabilities{});
+  if (upserts.too_large) {
+    for (size_t i = 0; i < batch.size(); ++i) moved.failed.emplace_back(i, *upserts.too_large);
+    return moved;
+  }
+  for (const RejectedReading& rejected : upserts.rejected) moved.failed.emplace_back(rejected.index, rejected.message);
+  for (size_t k = 0; k < upserts.statements.size(); ++k) {
+    // {_id: <derived>, count: {$exists: false}}: matches no bucket (every
+    // bucket has a count), so the upsert inserts, or meets its own bucket
+    // of an earlier run as a duplicate _id.
+    Doc q, absent, statement;
+    AppendDerivedId(q.mut(), "_id", Seed(token, k));
+    BSON_APPEND_BOOL(absent.mut(), "$exists", false);
+    AppendDoc(q.mut(), BucketRule::kCountField, absent);
+    AppendDoc(statement.mut(), "q", q);
+    AppendDoc(statement.mut(), "u", *FindDocument(upserts.statements[k].get(), "u"));
+    BSON_APPEND_BOOL(statement.mut(), "upsert", true);
+    moved.upserts.push_back(std::move(statement));
+    moved.sources.push_back(std::move(upserts.readings[k]));
+  }
+  return moved;
+}
+
+MovedBatch OutOfBuckets(const BucketRule& rule, const std::vector<Doc>& batch) {
+  MovedBatch moved;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const bson_t* bucket = batch[b].get();
+    std::optional<bson_iter_t> readings = Find(bucket, rule.measurements_field);
+    std::optional<bson_iter_t> bucket_id = Find(bucket, "_id");
+    if (!readings || !BSON_ITER_HOLDS_ARRAY(&*readings) || !bucket_id) {
+      moved.failed.emplace_back(b, "not a bucket: no '" + rule.measurements_field + "' array of readings");
+      continue;
+    }
+    Doc id_box;
+    AppendValue(id_box.mut(), "_id", *bucket_id);
+    const auto id_bytes = id_box.bytes();
+    const std::string_view id_seed(reinterpret_cast<const char*>(id_bytes.data()), id_bytes.size());
+    std::vector<Doc> flats;
+    bool bad = false;
+    size_t position = 0;
+    for (const Doc& measurement : ArrayDocuments(*readings)) {
+      Doc flat;
+      if (auto id = Find(measurement.get(), "_id")) AppendValue(flat.mut(), "_id", *id);
+      else AppendDerivedId(flat.mut(), "_id", Seed(id_seed, position));
+      for (const std::string& field : rule.meta_fields)
+        if (auto value = Find(bucket, field)) AppendValue(flat.mut(), field, *value);
+      bson_iter_t it;
+      bson_iter_init(&it, measurement.get());
+      while (bson_iter_next(&it))
+        if (std::string_view(bson_iter_key(&it)) != "_id") AppendValue(flat.mut(), bson_iter_key(&it), it);
+      flats.push_back(std::move(flat));
+      ++position;
+    }
+    bson_iter_t count_check, child;
+    count_check = *readings;
+    if (bson_iter_recurse(&count_check, &child)) {
+      size_t elements = 0;
+      while (bson_iter_next(&child)) ++elements;
+      bad = elements != flats.size();
+    }
+    if (bad) {
+      moved.failed.emplace_back(b, "a reading of the bucket is not a document");
+      continue;
+    }
+    for (Doc& flat : flats) {
+      moved.inserts.push_back(std::move(flat));
+      moved.sources.push_back({b});
+    }
+  }
+  return moved;
+}
+
+}  // namespace
+
+CollectionMove MoveOf(const BucketRule& rule, MigrationDirection direction) {
+  if (direction == MigrationDirection::kToRule) return {rule.logical, rule.buckets, "{}", false};
+  // Back: a bucket may still take readings from a proxy serving the rule.
+  return {rule.buckets, rule.logical, "{}", true};
+}
+
+MovedBatch MovedDocuments(const BucketRule& rule, MigrationDirection direction, const std::vector<Doc>& batch,
+                          std::string_view token) {
+  return direction == MigrationDirection::kToRule ? IntoBuckets(rule, batch, token) : OutOfBuckets(rule, batch);
+}
+
+}  // namespace remold

@@ -1,0 +1,28 @@
+// The bucket pattern's migration part (patterns/migration.h,
+// CollectionMigration), pure: readings written one per document in the
+// logical collection move into buckets of the bucket collection, and back.
+//
+// Into buckets, a batch becomes the upserts an unordered insert of it
+// would send (patterns/bucket/rewrite.h, PlanBucketUpserts), each under an
+// _id derived from the token and its position and matching no existing
+// bucket, so the batch lands in new buckets of its own, once. Back, each
+// reading of a bucket becomes a document again (the measurement with the
+// bucket's meta values, as reads return it), under the measurement's _id
+// or, without one, an _id derived from the bucket's and its position.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "common/doc.h"
+#include "patterns/migration.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+CollectionMove MoveOf(const BucketRule& rule, MigrationDirection direction);
+
+MovedBatch MovedDocuments(const BucketRule& rule, MigrationDirection direction, const std::vector<Doc>& batch,
+                          std::string_view token);
+
+}  // namespace remold

@@ -1,0 +1,251 @@
+"""`remold migrate` on a bucket rule, online (tools/migrate/move_pass.h).
+
+Readings are written flat, straight to the backend, before the rule exists.
+remold then serves them under the bucket rule while an application inserts
+readings through it and reads them back the whole time, every read checked
+against a flat oracle collection that receives the same inserts. Reads of
+a bucket rule see its bucket collection only, so until a reading moves it
+is not returned; what the test demands at every read is that no reading is
+ever returned twice or altered, and that every reading the application
+wrote through remold is there. The migration is killed partway, resumed
+from its checkpoint and finished: reads then match the oracle exactly.
+Then the rule is retired: removed from remold (reads and inserts are plain
+again) and the readings moved back with --to flat while the application
+still runs, until the collection is the oracle's twin.
+"""
+from __future__ import annotations
+
+import datetime
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import bson
+import pymongo
+import pytest
+
+from conftest import NO_PROXY, require_binary
+from test_logging import wait_for_log
+from test_rules import run_remold
+
+pytestmark = pytest.mark.skipif(NO_PROXY, reason="runs remold migrate against remold's rules")
+
+N_READINGS = 3000
+SENSORS = [f"s{i}" for i in range(12)]
+START = datetime.datetime(2026, 3, 1)
+
+
+def reading(rng: random.Random) -> dict:
+    return {"_id": bson.ObjectId(), "sensor": rng.choice(SENSORS),
+            "at": START + datetime.timedelta(minutes=rng.randrange(60 * 24 * 5)),
+            "temp": round(rng.uniform(-5, 30), 2)}
+
+
+def rule_file(rules: Path, db: str) -> Path:
+    rules.mkdir(exist_ok=True)
+    path = rules / "readings.yaml"
+    path.write_text(f"namespace: {db}.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+                    "  meta: [sensor]\n  time: at\n  span: 6h\n  summaries:\n    temp: [sum, min, max]\n")
+    return path
+
+
+class Application:
+    """Inserts readings through remold and into the oracle, and reads them.
+
+    One lock orders the application's own operations; the migration runs
+    outside it. `complete` says whether reads must match the oracle
+    exactly (nothing left to move) or may miss readings not moved yet."""
+
+    def __init__(self, through, oracle):
+        self.through, self.oracle = through, oracle
+        self.lock = threading.Lock()
+        self.rng = random.Random(9)
+        self.written: set = set()  # _ids inserted through remold
+        self.complete = False
+        self.writes = self.reads = 0
+        self.wrong: list[str] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+
+    def write_once(self) -> None:
+        with self.lock:
+            docs = [reading(self.rng) for _ in range(self.rng.randrange(1, 4))]
+            self.through.insert_many([dict(d) for d in docs])
+            self.oracle.insert_many(docs)
+            self.written.update(d["_id"] for d in docs)
+            self.writes += 1
+
+    def read_once(self) -> None:
+        with self.lock:
+            sensor = self.rng.choice(SENSORS)
+            query = {"sensor": sensor, "at": {"$gte": START + datetime.timedelta(days=self.rng.randrange(4))}}
+            got = list(self.through.find(query))
+            count = self.through.count_documents(query)
+            want = {d["_id"]: d for d in self.oracle.find(query)}
+            written = set(self.written)
+            complete = self.complete
+            self.reads += 1
+        ids = [d["_id"] for d in got]
+        problems = []
+        if len(ids) != len(set(ids)):
+            problems.append("a reading returned twice")
+        # While readings move, more may have moved between the find and the
+        # count; never fewer, and never more than the oracle holds.
+        if count != len(got) if complete else not len(got) <= count <= len(want):
+            problems.append(f"count {count} against {len(got)} found, {len(want)} in the oracle")
+        altered = [d["_id"] for d in got if want.get(d["_id"]) != d]
+        if altered:
+            problems.append(f"not the oracle's: {altered[:3]} e.g. {got[ids.index(altered[0])]}")
+        missing = [i for i in want if i not in set(ids) and (complete or i in written)]
+        if missing:
+            problems.append(f"missing {len(missing)}: {missing[:3]}")
+        if problems:
+            self.wrong.append(f"{query}: " + "; ".join(problems))
+
+    def run(self, write: bool) -> None:
+        while not self.stop.is_set():
+            try:
+                self.write_once() if write else self.read_once()
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                return
+            time.sleep(0.005)
+
+
+def migrate(rules: Path, backend_uri: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([str(require_binary()), "migrate", "--backend", backend_uri, "--rules",
+                             str(rules), "--rule", "readings", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def sorted_by_id(docs) -> list:
+    return sorted(docs, key=lambda d: d["_id"])
+
+
+def test_migrate_bucket_online_with_a_kill_and_back(private_remold, backend, direct_client, db_name, tmp_path):
+    database = direct_client[db_name]
+    rng = random.Random(2)
+    seed = [reading(rng) for _ in range(N_READINGS)]
+    database.readings.insert_many([dict(d) for d in seed])
+    database.readings_oracle.insert_many(seed)
+    rules = tmp_path / "rules"
+    rule_path = rule_file(rules, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules), "--log-level", "info"))
+        client = pymongo.MongoClient(remold.uri)
+        app = Application(client[db_name].readings, database.readings_oracle)
+        threads = [threading.Thread(target=app.run, args=(write,)) for write in (True, False)]
+        for thread in threads:
+            thread.start()
+
+        dry = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "readings",
+                         "--dry-run")
+        assert dry.returncode == 0, dry.stdout + dry.stderr
+        assert f"{N_READINGS:,} document(s) would move into" in dry.stdout, dry.stdout
+        assert database.readings.count_documents({}) == N_READINGS  # nothing moved
+
+        # A throttled migration, killed once it has moved part of the readings.
+        first = migrate(rules, backend.uri, "--batch", "100", "--max-rate", "1500")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            checkpoint = database.remold_migrations.find_one({"_id": "readings"}) or {}
+            if checkpoint.get("converted", 0) >= 900:
+                break
+            time.sleep(0.02)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        moved_before = database.remold_migrations.find_one({"_id": "readings"})["converted"]
+        assert 900 <= moved_before < N_READINGS, moved_before
+
+        second = migrate(rules, backend.uri, "--batch", "500")
+        out, err = second.communicate(timeout=600)
+        assert second.returncode == 0, out + err
+        assert "resuming from the checkpoint" in out, out
+        assert "0 left in" in out and "migrate: done" in out, out
+        assert database.readings.count_documents({}) == 0
+        with app.lock:
+            app.complete = True
+        check = run_remold("check", str(rules), "--backend", backend.uri)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+        time.sleep(1.0)  # reads and inserts go on over the buckets
+        with app.lock:
+            got = sorted_by_id(client[db_name].readings.find())
+            want = sorted_by_id(database.readings_oracle.find())
+        assert got == want
+
+        # Retired: the rule leaves remold (plain reads and inserts), then
+        # the readings move back from a directory of their own.
+        retired = tmp_path / "retired"
+        retired.mkdir()
+        with app.lock:
+            shutil.move(str(rule_path), str(retired / "readings.yaml"))
+            remold.proc.send_signal(signal.SIGHUP)
+            wait_for_log(remold, lambda text: "rule 'readings'" in text and "removed" in text)
+            app.complete = False
+            app.written.clear()  # inserts go to the flat collection now, readable at once
+        back = migrate(retired, backend.uri, "--to", "flat", "--batch", "40")
+        out, err = back.communicate(timeout=600)
+        assert back.returncode == 0, out + err
+        assert "0 left in" in out, out
+        with app.lock:
+            app.complete = True
+        time.sleep(0.5)
+        app.stop.set()
+        for thread in threads:
+            thread.join(60)
+        assert not app.errors, app.errors
+        assert database.readings_buckets.count_documents({}) == 0
+        assert sorted_by_id(database.readings.find()) == sorted_by_id(database.readings_oracle.find())
+
+        print(f"\nbucket migrate adoption: {app.writes} writes, {app.reads} reads, {len(app.wrong)} wrong, "
+              f"killed after {moved_before} moved, resumed; back to flat")
+        assert not app.wrong, app.wrong[:5]
+        assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def test_migrate_bucket_killed_at_random_points_moves_each_reading_once(private_remold, backend, direct_client,
+                                                                         db_name, tmp_path):
+    """Killed again and again wherever it happens to be (stamping, writing
+    buckets, deleting readings), the migration still stores every reading
+    exactly once, in each direction."""
+    database = direct_client[db_name]
+    rng = random.Random(4)
+    seed = [reading(rng) for _ in range(2000)]
+    database.readings.insert_many([dict(d) for d in seed])
+    rules = tmp_path / "rules"
+    rule_file(rules, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        through = pymongo.MongoClient(remold.uri)[db_name].readings
+        kills = mid_batch = 0
+        for direction in ((), ("--to", "flat")):
+            for _ in range(6):
+                run = migrate(rules, backend.uri, "--batch", "150", "--max-rate", "4000", *direction)
+                time.sleep(rng.uniform(0.05, 0.4))
+                run.send_signal(signal.SIGKILL)
+                run.wait()
+                kills += 1
+                source = database.readings if not direction else database.readings_buckets
+                mid_batch += source.count_documents({"_remold_migration": {"$exists": True}}) > 0
+            last = migrate(rules, backend.uri, *direction)
+            out, err = last.communicate(timeout=600)
+            assert last.returncode == 0, out + err
+            assert "0 left in" in out, out
+            if not direction:
+                assert database.readings.count_documents({}) == 0
+                assert sorted_by_id(through.find()) == sorted_by_id(seed)
+                assert through.count_documents({}) == len(seed)
+            else:
+                assert database.readings_buckets.count_documents({}) == 0
+                assert sorted_by_id(database.readings.find()) == sorted_by_id(seed)
+        print(f"\nbucket migrate: {kills} kills ({mid_batch} in the middle of a batch), "
+              "every reading moved once each way")
+    finally:
+        direct_client.drop_database(db_name)

@@ -1,0 +1,254 @@
+#include "tools/migrate/move_pass.h"
+
+#include <chrono>
+#include <random>
+#include <set>
+
+#include "rewrite/unchanged_guard.h"
+#include "tools/migrate/batch_filters.h"
+
+namespace remold {
+namespace {
+
+// Past this many sources that cannot be moved, the pass stops.
+constexpr size_t kMaxFailures = 10'000;
+// Rounds of write-again, delete-again for sources that keep changing
+// before they are unstamped and left to a later sweep.
+constexpr int kDeleteRounds = 3;
+
+// A token prefix unique to this run.
+std::string RunId() {
+  std::random_device device;
+  std::mt19937_64 random(device() ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(random()));
+  return text;
+}
+
+Doc Stamped(const std::optional<std::string>& token) {
+  Doc filter, exists;
+  if (token) {
+    AppendString(filter.mut(), kMoveStampField, *token);
+  } else {
+    BSON_APPEND_BOOL(exists.mut(), "$exists", true);
+    AppendDoc(filter.mut(), kMoveStampField, exists);
+  }
+  return filter;
+}
+
+Doc Unstamped() {
+  Doc filter, exists;
+  BSON_APPEND_BOOL(exists.mut(), "$exists", false);
+  AppendDoc(filter.mut(), kMoveStampField, exists);
+  return filter;
+}
+
+// The document without the stamp.
+Doc WithoutStamp(const bson_t* document) {
+  Doc out;
+  bson_copy_to_excluding_noinit(document, out.mut(), kMoveStampField, nullptr);
+  return out;
+}
+
+Doc Statement(const Doc& q, const Doc& u, bool multi) {
+  Doc statement;
+  AppendDoc(statement.mut(), "q", q);
+  AppendDoc(statement.mut(), "u", u);
+  BSON_APPEND_BOOL(statement.mut(), "multi", multi);
+  return statement;
+}
+
+Doc DeleteStatement(const Doc& q) {
+  Doc statement;
+  AppendDoc(statement.mut(), "q", q);
+  BSON_APPEND_INT32(statement.mut(), "limit", 0);
+  return statement;
+}
+
+class MovePass {
+ public:
+  MovePass(BackendClient& backend, Checkpoint& checkpoint, const DocumentMover& mover, const PassOptions& options,
+           Progress& progress, std::ostream& report)
+      : backend_(backend), checkpoint_(checkpoint), mover_(mover), options_(options), progress_(progress),
+        report_(report), run_(RunId()) {
+    std::string error;
+    std::optional<Doc> source = Doc::FromJson(mover.move.source, &error);
+    if (!source) throw std::logic_error("bad source filter of the move: " + error);
+    source_ = std::move(*source);
+  }
+
+  MoveOutcome Run() {
+    const auto start = std::chrono::steady_clock::now();
+    if (!options_.dry_run) FinishLeftovers();
+    bool ordered = true;
+    int64_t batches = 0;
+    while (failed_ids_.size() <= kMaxFailures) {
+      std::vector<Doc> clauses = {source_};
+      if (!options_.dry_run) clauses.push_back(Unstamped());
+      if (ordered && checkpoint_.after) clauses.push_back(After(*checkpoint_.after));
+      if (!failed_ids_.empty()) clauses.push_back(NoneOf(failed_ids_));
+      std::vector<Doc> batch = Read(All(std::move(clauses)), true);
+      if (batch.empty()) {
+        if (ordered && !options_.dry_run) {
+          ordered = false;  // the sweep: what the _id order could not reach
+          continue;
+        }
+        break;
+      }
+      if (ordered) checkpoint_.after = IdOf(batch.back().get());
+      if (options_.dry_run) {
+        DryRun(batch);
+      } else {
+        const std::string token = run_ + ":" + std::to_string(++batches);
+        std::vector<Doc> ids;
+        for (const Doc& doc : batch) ids.push_back(IdOf(doc.get()));
+        Doc set, stamp;
+        AppendString(stamp.mut(), kMoveStampField, token);
+        AppendDoc(set.mut(), "$set", stamp);
+        backend_.WriteBatch(mover_.move.from, "update", {Statement(All({AnyOf(ids), Unstamped()}), set, true)});
+        MoveStamped(token, /*written_before=*/false);
+      }
+      Throttle(options_.max_rate, outcome_.moved + outcome_.failed, start);
+    }
+    if (failed_ids_.size() > kMaxFailures) {
+      progress_.Clear();
+      report_ << "stopping: more than " << kMaxFailures << " documents cannot be moved\n";
+    }
+    if (!options_.dry_run) {
+      outcome_.left = backend_.CountDocuments(mover_.move.from, source_.get(), kCountAll);
+      SaveCheckpoint(backend_, checkpoint_, outcome_.left == 0);
+    }
+    return outcome_;
+  }
+
+ private:
+  std::vector<Doc> Read(const Doc& filter, bool limited) {
+    Doc options, by_id;
+    BSON_APPEND_INT32(by_id.mut(), "_id", 1);
+    AppendDoc(options.mut(), "sort", by_id);
+    if (limited) BSON_APPEND_INT64(options.mut(), "limit", options_.batch);
+    std::vector<Doc> documents;
+    backend_.Find(mover_.move.from, filter.get(), options.get(),
+                  [&](DocumentView view) { documents.push_back(Doc::FromBson(view.bson)); });
+    return documents;
+  }
+
+  // The batches an earlier run stamped and did not finish.
+  void FinishLeftovers() {
+    while (true) {
+      std::vector<Doc> one = Read(Stamped(std::nullopt), true);
+      if (one.empty()) return;
+      const std::string token = *FindString(one.front().get(), kMoveStampField);
+      MoveStamped(token, checkpoint_.written == token);
+    }
+  }
+
+  void Fail(const Doc& source, const std::string& why) {
+    progress_.Clear();
+    report_ << "cannot move " << IdOf(source.get()).ToRelaxedJson() << ": " << why << "\n";
+    failed_ids_.push_back(IdOf(source.get()));
+    ++outcome_.failed;
+    ++checkpoint_.failed;
+  }
+
+  // Writes the sources stamped `token` (unless `written_before`), then
+  // deletes them.
+  void MoveStamped(const std::string& token, bool written_before) {
+    std::vector<Doc> stamped = Read(Stamped(token), false);
+    int64_t moved = 0;
+    for (int round = 1; !stamped.empty(); ++round) {
+      std::set<size_t> unmoved;
+      if (!written_before || round > 1) {
+        unmoved = Write(stamped, token);
+        checkpoint_.written = token;
+        SaveCheckpoint(backend_, checkpoint_, false);
+      }
+      std::vector<Doc> deletes, moved_ids, unstamp_ids;
+      for (size_t i = 0; i < stamped.size(); ++i) {
+        if (unmoved.count(i)) {
+          unstamp_ids.push_back(IdOf(stamped[i].get()));
+          continue;
+        }
+        if (mover_.move.sources_change) deletes.push_back(DeleteStatement(UnchangedDocument(stamped[i])));
+        moved_ids.push_back(IdOf(stamped[i].get()));
+      }
+      if (!mover_.move.sources_change && !moved_ids.empty())
+        deletes.push_back(DeleteStatement(All({AnyOf(moved_ids), Stamped(token)})));
+      if (!deletes.empty()) moved += backend_.WriteBatch(mover_.move.from, "delete", deletes).n;
+      if (!unstamp_ids.empty()) Unstamp(unstamp_ids);
+      // Sources still stamped changed after they were read: again.
+      stamped = Read(Stamped(token), false);
+      if (!stamped.empty() && round >= kDeleteRounds) {
+        std::vector<Doc> ids;
+        for (const Doc& doc : stamped) ids.push_back(IdOf(doc.get()));
+        Unstamp(ids);  // left to a later sweep, which moves what they gained
+        break;
+      }
+    }
+    outcome_.moved += moved;
+    checkpoint_.converted += moved;
+    SaveCheckpoint(backend_, checkpoint_, false);
+    progress_.Advance(moved);
+  }
+
+  // Writes `stamped` to the destination; the indexes of the sources not
+  // stored there (reported and to be unstamped).
+  std::set<size_t> Write(const std::vector<Doc>& stamped, const std::string& token) {
+    std::vector<Doc> batch;
+    for (const Doc& doc : stamped) batch.push_back(WithoutStamp(doc.get()));
+    MovedBatch moved = mover_.moved(batch, token);
+    std::set<size_t> unmoved;
+    for (const auto& [index, why] : moved.failed) {
+      Fail(stamped[index], why);
+      unmoved.insert(index);
+    }
+    const bool inserts = !moved.inserts.empty();
+    const std::vector<Doc>& writes = inserts ? moved.inserts : moved.upserts;
+    if (writes.empty()) return unmoved;
+    BatchWriteResult result = backend_.WriteBatch(mover_.move.to, inserts ? "insert" : "update", writes);
+    for (const WriteFailure& failure : result.errors) {
+      if (failure.code == kDuplicateKey) continue;  // written by an earlier attempt
+      if (failure.index < 0 || static_cast<size_t>(failure.index) >= moved.sources.size()) continue;
+      for (size_t index : moved.sources[static_cast<size_t>(failure.index)]) {
+        if (unmoved.insert(index).second) Fail(stamped[index], "write failed: " + failure.message);
+      }
+    }
+    outcome_.written += result.n;  // inserted, or upserted
+    return unmoved;
+  }
+
+  void Unstamp(const std::vector<Doc>& ids) {
+    Doc unset, field;
+    AppendString(field.mut(), kMoveStampField, "");
+    AppendDoc(unset.mut(), "$unset", field);
+    backend_.WriteBatch(mover_.move.from, "update", {Statement(AnyOf(ids), unset, true)});
+  }
+
+  void DryRun(const std::vector<Doc>& batch) {
+    MovedBatch moved = mover_.moved(batch, run_);
+    for (const auto& [index, why] : moved.failed) Fail(batch[index], why);
+    outcome_.moved += static_cast<int64_t>(batch.size() - moved.failed.size());
+    outcome_.written += static_cast<int64_t>(moved.inserts.size() + moved.upserts.size());
+    progress_.Advance(static_cast<int64_t>(batch.size()));
+  }
+
+  BackendClient& backend_;
+  Checkpoint& checkpoint_;
+  const DocumentMover& mover_;
+  const PassOptions& options_;
+  Progress& progress_;
+  std::ostream& report_;
+  const std::string run_;
+  Doc source_;
+  std::vector<Doc> failed_ids_;
+  MoveOutcome outcome_;
+};
+
+}  // namespace
+
+MoveOutcome RunMovePass(BackendClient& backend, Checkpoint& checkpoint, const DocumentMover& mover,
+                        const PassOptions& options, Progress& progress, std::ostream& report) {
+  return MovePass(backend, checkpoint, mover, options, progress, report).Run();
+}
+
+}  // namespace remold
