@@ -1,14 +1,17 @@
 """Migration rate of `remold migrate` against a plain copy of the same data,
 in one run (bench/README.md).
 
-Seeds N flat products straight into the backend, then times:
-  - a plain copy: read every product and insert it into another collection,
+Seeds N flat documents straight into the backend (--pattern attribute:
+products; bucket: readings of 50 sensors over a day), then times:
+  - a plain copy: read every document and insert it into another collection,
     in batches of --batch (pymongo: find, insert_many);
-  - `remold migrate` of an attribute rule over the same products, to the
-    rule's form, with the same batch size.
+  - `remold migrate` of a rule over the same documents, to the rule's form,
+    with the same batch size (attribute: converted in place; bucket: moved
+    into buckets of the bucket collection).
 Prints documents per second for each and their ratio.
 
-Usage: .venv/bin/python bench/migrate_run.py [--build build] [--n 10000] [--batch 500]
+Usage: .venv/bin/python bench/migrate_run.py [--build build] [--pattern attribute|bucket]
+                                             [--n 10000] [--batch 500]
 A backend: REMOLD_BENCH_BACKEND=mongodb://..., else a mongo-java-server is
 started here. On the stand-in, a guarded replacement ({_id, $expr}) scans the
 collection (mongod finds it by _id), so rates there fall with N.
@@ -16,6 +19,7 @@ collection (mongod finds it by _id), so rates there fall with N.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import re
 import subprocess
@@ -42,6 +46,7 @@ def start_backend() -> tuple[str, subprocess.Popen]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
+    parser.add_argument("--pattern", choices=["attribute", "bucket"], default="attribute")
     parser.add_argument("--n", type=int, default=10000)
     parser.add_argument("--batch", type=int, default=500)
     args = parser.parse_args()
@@ -53,35 +58,49 @@ def main() -> None:
         client = pymongo.MongoClient(uri)
         db = client["remold_migrate_bench"]
         client.drop_database(db.name)
-        products = [{"_id": i, "name": f"p{i}", "price": i, "ram_gb": i % 64, "color": ["red", "blue"][i % 2],
+        if args.pattern == "attribute":
+            name = "products"
+            docs = [{"_id": i, "name": f"p{i}", "price": i, "ram_gb": i % 64, "color": ["red", "blue"][i % 2],
                      "screen_in": 13 + i % 5} for i in range(args.n)]
+            rule = (f"namespace: {db.name}.products\npattern: attribute\nattribute:\n"
+                    "  fields: [ram_gb, color, screen_in]\n  migrating: true\n")
+        else:
+            name = "readings"
+            start_at = datetime.datetime(2026, 3, 1)
+            docs = [{"_id": i, "sensor": f"s{i % 50}", "at": start_at + datetime.timedelta(seconds=(i * 7919) % 86400),
+                     "temp": (i % 400) / 10} for i in range(args.n)]
+            rule = (f"namespace: {db.name}.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+                    "  meta: [sensor]\n  time: at\n  span: 1h\n  summaries:\n    temp: [sum, min, max]\n")
         for start in range(0, args.n, 5000):
-            db.products.insert_many(products[start:start + 5000])
-        print(f"migrate bench: {args.n:,} flat products, batch {args.batch}, backend {uri}")
+            db[name].insert_many(docs[start:start + 5000])
+        print(f"migrate bench: {args.n:,} flat {name}, batch {args.batch}, backend {uri}")
 
         began = time.monotonic()
         batch = []
-        for doc in db.products.find().sort("_id", 1).batch_size(args.batch):
+        for doc in db[name].find().sort("_id", 1).batch_size(args.batch):
             batch.append(doc)
             if len(batch) == args.batch:
-                db.products_copy.insert_many(batch)
+                db[name + "_copy"].insert_many(batch)
                 batch = []
         if batch:
-            db.products_copy.insert_many(batch)
+            db[name + "_copy"].insert_many(batch)
         copy_seconds = time.monotonic() - began
 
         with tempfile.TemporaryDirectory() as rules:
-            Path(rules, "products.yaml").write_text(
-                f"namespace: {db.name}.products\npattern: attribute\nattribute:\n"
-                "  fields: [ram_gb, color, screen_in]\n  migrating: true\n")
+            Path(rules, name + ".yaml").write_text(rule)
             began = time.monotonic()
             result = subprocess.run([str(Path(args.build, "remold")), "migrate", "--backend", uri, "--rules", rules,
-                                     "--rule", "products", "--batch", str(args.batch)],
+                                     "--rule", name, "--batch", str(args.batch)],
                                     capture_output=True, text=True)
             migrate_seconds = time.monotonic() - began
         if result.returncode != 0:
             raise SystemExit(f"remold migrate failed ({result.returncode}):\n{result.stdout}{result.stderr}")
-        converted = db.products.count_documents({"specs": {"$exists": True}})
+        if args.pattern == "attribute":
+            converted = db.products.count_documents({"specs": {"$exists": True}})
+        else:
+            assert db.readings.count_documents({}) == 0
+            converted = next(db.readings_buckets.aggregate([{"$group": {"_id": None, "n": {"$sum": "$count"}}}]))["n"]
+            print(f"into {db.readings_buckets.count_documents({}):,} buckets")
         assert converted == args.n, converted
         copy_rate, migrate_rate = args.n / copy_seconds, args.n / migrate_seconds
         print(f"plain copy      {copy_seconds:8.2f} s  {copy_rate:10,.0f} docs/s")

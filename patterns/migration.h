@@ -63,6 +63,9 @@ struct CollectionMove {
   // Documents of `from` may change while they move (each is deleted under
   // a guard that it is as read, and moved again otherwise).
   bool sources_change = false;
+  // The order batches are read in (Extended JSON sort, ending with _id):
+  // documents that end up together read together.
+  std::string order = R"({"_id": 1})";
 };
 
 struct MovedBatch {

@@ -118,9 +118,16 @@ MovedBatch OutOfBuckets(const BucketRule& rule, const std::vector<Doc>& batch) {
 }  // namespace
 
 CollectionMove MoveOf(const BucketRule& rule, MigrationDirection direction) {
-  if (direction == MigrationDirection::kToRule) return {rule.logical, rule.buckets, "{}", false};
-  // Back: a bucket may still take readings from a proxy serving the rule.
-  return {rule.buckets, rule.logical, "{}", true};
+  if (direction == MigrationDirection::kToFlat) {
+    // Back: a bucket may still take readings from a proxy serving the rule.
+    return {rule.buckets, rule.logical, "{}", true};
+  }
+  // Into buckets: by meta values and time, so that a batch fills buckets.
+  Doc order;
+  for (const std::string& field : rule.meta_fields) BSON_APPEND_INT32(order.mut(), field.c_str(), 1);
+  BSON_APPEND_INT32(order.mut(), rule.time_field.c_str(), 1);
+  BSON_APPEND_INT32(order.mut(), "_id", 1);
+  return {rule.logical, rule.buckets, "{}", false, order.ToCanonicalJson()};
 }
 
 MovedBatch MovedDocuments(const BucketRule& rule, MigrationDirection direction, const std::vector<Doc>& batch,

@@ -44,6 +44,7 @@ TEST(BucketMigration, MovesBetweenTheLogicalAndTheBucketCollection) {
   EXPECT_EQ(in.from.full(), "iot.readings");
   EXPECT_EQ(in.to.full(), "iot.readings_buckets");
   EXPECT_FALSE(in.sources_change);
+  EXPECT_EQ(*Doc::FromJson(in.order), Json(R"({"sensor": 1, "at": 1, "_id": 1})"));  // batches fill buckets
   CollectionMove out = MoveOf(Readings(rules), MigrationDirection::kToFlat);
   EXPECT_EQ(out.from.full(), "iot.readings_buckets");
   EXPECT_TRUE(out.sources_change);  // a proxy still serving the rule may add readings

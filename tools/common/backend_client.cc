@@ -175,6 +175,30 @@ BatchUpdateResult BackendClient::UpdateBatch(const Namespace& ns, const std::vec
   return result;
 }
 
+void BackendClient::CreateIndex(const Namespace& ns, const bson_t* key, const std::string& name) {
+  Doc command, index;
+  AppendString(command.mut(), "createIndexes", ns.collection);
+  BSON_APPEND_DOCUMENT(index.mut(), "key", key);
+  AppendString(index.mut(), "name", name);
+  AppendArray(command.mut(), "indexes", {index});
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_client_write_command_with_opts(client_, ns.db.c_str(), command.get(), nullptr, reply.get(), &error))
+    throw BackendError(ns.full() + ": creating index " + name + ": " + error.message);
+}
+
+void BackendClient::DropIndex(const Namespace& ns, const std::string& name) {
+  Doc command;
+  AppendString(command.mut(), "dropIndexes", ns.collection);
+  AppendString(command.mut(), "index", name);
+  Reply reply;
+  bson_error_t error;
+  // IndexNotFound (27) and NamespaceNotFound (26): nothing to drop.
+  if (!mongoc_client_write_command_with_opts(client_, ns.db.c_str(), command.get(), nullptr, reply.get(), &error) &&
+      error.code != 27 && error.code != 26)
+    throw BackendError(ns.full() + ": dropping index " + name + ": " + error.message);
+}
+
 BatchWriteResult BackendClient::WriteBatch(const Namespace& ns, std::string_view kind, const std::vector<Doc>& items) {
   const char* items_key = kind == "insert" ? "documents" : kind == "update" ? "updates" : "deletes";
   Doc command;

@@ -94,6 +94,10 @@ class BackendClient {
   // One unordered update command of `statements` ({q, u, multi}), in one
   // round trip.
   BatchUpdateResult UpdateBatch(const Namespace& ns, const std::vector<Doc>& statements);
+  // Creates the index `key` named `name` on `ns` (nothing when it exists).
+  void CreateIndex(const Namespace& ns, const bson_t* key, const std::string& name);
+  // Drops the index `name` of `ns`; a missing one is no error.
+  void DropIndex(const Namespace& ns, const std::string& name);
   // One unordered write command: `kind` "insert" (documents), "update"
   // (statements) or "delete" (statements), in one round trip.
   BatchWriteResult WriteBatch(const Namespace& ns, std::string_view kind, const std::vector<Doc>& items);

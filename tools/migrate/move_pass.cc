@@ -12,6 +12,9 @@ namespace {
 
 // Past this many sources that cannot be moved, the pass stops.
 constexpr size_t kMaxFailures = 10'000;
+// The index a move in another order than _id reads its batches by,
+// dropped when nothing is left.
+constexpr const char* kOrderIndex = "remold_migrate_order";
 // Rounds of write-again, delete-again for sources that keep changing
 // before they are unstamped and left to a later sweep.
 constexpr int kDeleteRounds = 3;
@@ -73,31 +76,30 @@ class MovePass {
         report_(report), run_(RunId()) {
     std::string error;
     std::optional<Doc> source = Doc::FromJson(mover.move.source, &error);
-    if (!source) throw std::logic_error("bad source filter of the move: " + error);
+    std::optional<Doc> order = Doc::FromJson(mover.move.order, &error);
+    if (!source || !order) throw std::logic_error("bad filter or order of the move: " + error);
     source_ = std::move(*source);
+    order_ = std::move(*order);
   }
 
+  // Each batch is the first of what is left, in the move's order: what
+  // moved is gone from the source, and what cannot move (or keeps
+  // changing) is set aside for the run.
   MoveOutcome Run() {
     const auto start = std::chrono::steady_clock::now();
+    const bool by_id_only = bson_count_keys(order_.get()) == 1;
+    if (!by_id_only && !options_.dry_run) backend_.CreateIndex(mover_.move.from, order_.get(), kOrderIndex);
     if (!options_.dry_run) FinishLeftovers();
-    bool ordered = true;
-    int64_t batches = 0;
-    while (failed_ids_.size() <= kMaxFailures) {
+    int64_t batches = 0, offset = 0;
+    while (set_aside_.size() <= kMaxFailures) {
       std::vector<Doc> clauses = {source_};
       if (!options_.dry_run) clauses.push_back(Unstamped());
-      if (ordered && checkpoint_.after) clauses.push_back(After(*checkpoint_.after));
-      if (!failed_ids_.empty()) clauses.push_back(NoneOf(failed_ids_));
-      std::vector<Doc> batch = Read(All(std::move(clauses)), true);
-      if (batch.empty()) {
-        if (ordered && !options_.dry_run) {
-          ordered = false;  // the sweep: what the _id order could not reach
-          continue;
-        }
-        break;
-      }
-      if (ordered) checkpoint_.after = IdOf(batch.back().get());
+      if (!set_aside_.empty()) clauses.push_back(NoneOf(set_aside_));
+      std::vector<Doc> batch = Read(All(std::move(clauses)), true, options_.dry_run ? offset : 0);
+      if (batch.empty()) break;
       if (options_.dry_run) {
         DryRun(batch);
+        offset += static_cast<int64_t>(batch.size());
       } else {
         const std::string token = run_ + ":" + std::to_string(++batches);
         std::vector<Doc> ids;
@@ -110,22 +112,23 @@ class MovePass {
       }
       Throttle(options_.max_rate, outcome_.moved + outcome_.failed, start);
     }
-    if (failed_ids_.size() > kMaxFailures) {
+    if (set_aside_.size() > kMaxFailures) {
       progress_.Clear();
       report_ << "stopping: more than " << kMaxFailures << " documents cannot be moved\n";
     }
     if (!options_.dry_run) {
       outcome_.left = backend_.CountDocuments(mover_.move.from, source_.get(), kCountAll);
+      if (!by_id_only && outcome_.left == 0) backend_.DropIndex(mover_.move.from, kOrderIndex);
       SaveCheckpoint(backend_, checkpoint_, outcome_.left == 0);
     }
     return outcome_;
   }
 
  private:
-  std::vector<Doc> Read(const Doc& filter, bool limited) {
-    Doc options, by_id;
-    BSON_APPEND_INT32(by_id.mut(), "_id", 1);
-    AppendDoc(options.mut(), "sort", by_id);
+  std::vector<Doc> Read(const Doc& filter, bool limited, int64_t skip = 0) {
+    Doc options;
+    AppendDoc(options.mut(), "sort", order_);
+    if (skip > 0) BSON_APPEND_INT64(options.mut(), "skip", skip);
     if (limited) BSON_APPEND_INT64(options.mut(), "limit", options_.batch);
     std::vector<Doc> documents;
     backend_.Find(mover_.move.from, filter.get(), options.get(),
@@ -146,7 +149,7 @@ class MovePass {
   void Fail(const Doc& source, const std::string& why) {
     progress_.Clear();
     report_ << "cannot move " << IdOf(source.get()).ToRelaxedJson() << ": " << why << "\n";
-    failed_ids_.push_back(IdOf(source.get()));
+    set_aside_.push_back(IdOf(source.get()));
     ++outcome_.failed;
     ++checkpoint_.failed;
   }
@@ -181,7 +184,8 @@ class MovePass {
       if (!stamped.empty() && round >= kDeleteRounds) {
         std::vector<Doc> ids;
         for (const Doc& doc : stamped) ids.push_back(IdOf(doc.get()));
-        Unstamp(ids);  // left to a later sweep, which moves what they gained
+        Unstamp(ids);  // left for a later run, which moves what they gained
+        set_aside_.insert(set_aside_.end(), ids.begin(), ids.end());
         break;
       }
     }
@@ -240,7 +244,8 @@ class MovePass {
   std::ostream& report_;
   const std::string run_;
   Doc source_;
-  std::vector<Doc> failed_ids_;
+  Doc order_;
+  std::vector<Doc> set_aside_;  // cannot move, or kept changing: not read again this run
   MoveOutcome outcome_;
 };
 

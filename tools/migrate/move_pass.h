@@ -2,8 +2,9 @@
 // (patterns/migration.h, CollectionMigration: readings into buckets and
 // back), batch by batch, every document exactly once:
 //
-//  1. the next batch of the source (in _id order from the checkpoint, then
-//     a sweep for what the order cannot reach) is stamped,
+//  1. the next batch, the first of what is left in the source in the
+//     move's order (an index on it, `remold_migrate_order`, is created for
+//     the migration and dropped once nothing is left), is stamped,
 //     {$set: {_remold_migration: <token>}} where no stamp is yet;
 //  2. the stamped documents are read back and written to the destination
 //     without the stamp, under _ids that the pattern derives from the
@@ -19,9 +20,10 @@
 // finishes their batch first: it writes them again unless the checkpoint
 // says their token was written (a partial delete would have changed the
 // batch), then deletes them. A source the pattern cannot move, or whose
-// write fails, is reported once, unstamped, and left where it is. With
-// `dry_run` nothing is stamped or written: the pass reads in _id order and
-// reports what it would do.
+// write fails, is reported once, unstamped, and left where it is; one that
+// keeps changing is unstamped and left for the next run. With `dry_run`
+// nothing is stamped or written: the pass reads in order and reports what
+// it would do.
 #pragma once
 
 #include <ostream>
