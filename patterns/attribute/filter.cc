@@ -209,6 +209,26 @@ class Rewriter {
 
 }  // namespace
 
+namespace {
+
+// The top-level clauses of a filter, each a one-key document, with those of
+// top-level $and arrays in their place.
+void TopLevelClauses(const bson_t* filter, std::vector<Doc>& out) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, filter)) return;
+  while (bson_iter_next(&it)) {
+    if (std::string_view(bson_iter_key(&it)) == "$and" && BSON_ITER_HOLDS_ARRAY(&it)) {
+      for (const Doc& clause : ArrayDocuments(it)) TopLevelClauses(clause.get(), out);
+      continue;
+    }
+    Doc clause;
+    AppendValue(clause.mut(), bson_iter_key(&it), it);
+    out.push_back(std::move(clause));
+  }
+}
+
+}  // namespace
+
 FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter) {
   Rewriter rewriter(rule);
   FilterRewrite out;
@@ -217,13 +237,37 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
   if (out.error || !rule.migrating) return out;
   const Doc original = Doc::FromBson(filter);
   if (out.filter == original) return out;
-  // Both forms: the rewritten filter where the pair array is, the client's
-  // where it is not (a document without attributes is in both forms, and
-  // both filters agree on it).
+  // Both forms, for the clauses that name attributes: rewritten where the
+  // pair array is, as written where it is not (a document without
+  // attributes is in both forms, and both agree on it). The other clauses
+  // stay beside them at the top, where an upsert takes its equalities from
+  // (the _id, fixed fields) and an index serves them.
+  AttributeRule pairs_only = rule;
+  pairs_only.migrating.reset();
+  std::vector<Doc> clauses, plain, named;
+  TopLevelClauses(filter, clauses);
+  // Paths into the pair array stay together ({"<array>.k": .., "<array>.v": ..}
+  // is one $elemMatch with fix_elem_match).
+  const std::string into_pairs = rule.array_field + ".";
+  Doc pair_paths;
+  std::erase_if(clauses, [&](const Doc& clause) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, clause.get()) || !bson_iter_next(&it)) return false;
+    if (!std::string_view(bson_iter_key(&it)).starts_with(into_pairs)) return false;
+    AppendValue(pair_paths.mut(), bson_iter_key(&it), it);
+    return true;
+  });
+  if (!pair_paths.empty()) clauses.push_back(std::move(pair_paths));
+  for (Doc& clause : clauses) {
+    const bool names_attribute = !(Join(Rewriter(pairs_only).Rewrite(clause.get())) == clause);
+    (names_attribute ? named : plain).push_back(std::move(clause));
+  }
+  const Doc as_written = Join(std::move(named));
+  const Doc in_pairs = Join(Rewriter(pairs_only).Rewrite(as_written.get()));
   Doc mixed;
-  AppendArray(mixed.mut(), "$or",
-              {InStoredForm(rule, true, out.filter), InStoredForm(rule, false, original)});
-  out.filter = std::move(mixed);
+  AppendArray(mixed.mut(), "$or", {InStoredForm(rule, true, in_pairs), InStoredForm(rule, false, as_written)});
+  plain.push_back(std::move(mixed));
+  out.filter = Join(std::move(plain));
   return out;
 }
 

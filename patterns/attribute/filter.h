@@ -8,10 +8,13 @@
 // the rewrite states them exactly: a missing attribute is "no pair for that
 // name", and a negation is a $nor of the positive form. $and/$or/$nor
 // recurse; {"<array>.<key>": X, "<array>.<value>": P} becomes $elemMatch
-// when the rule says so. While the rule is `migrating`, a filter naming an
-// attribute matches both forms:
-//   {$or: [{$and: [{<array>: {$exists: true}}, <rewritten>]},
-//          {$and: [{<array>: {$exists: false}}, <the client's filter>]}]}
+// when the rule says so. While the rule is `migrating`, the top-level
+// clauses of a filter that name attributes match both forms, and the others
+// stay at the top beside them (for an index, and for an upsert's
+// equalities):
+//   {<other clauses>,
+//    $or: [{$and: [{<array>: {$exists: true}}, <those clauses rewritten>]},
+//          {$and: [{<array>: {$exists: false}}, <those clauses as written>]}]}
 #pragma once
 
 #include <optional>
