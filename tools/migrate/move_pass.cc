@@ -107,8 +107,12 @@ class MovePass {
         Doc set, stamp;
         AppendString(stamp.mut(), kMoveStampField, token);
         AppendDoc(set.mut(), "$set", stamp);
-        backend_.WriteBatch(mover_.move.from, "update", {Statement(All({AnyOf(ids), Unstamped()}), set, true)});
-        MoveStamped(token, /*written_before=*/false);
+        const int64_t stamped =
+            backend_.WriteBatch(mover_.move.from, "update", {Statement(All({AnyOf(ids), Unstamped()}), set, true)}).n;
+        // Every document stamped, and none can change meanwhile: the batch
+        // as read is what was stamped. Otherwise it is read again.
+        const bool as_read = stamped == static_cast<int64_t>(batch.size()) && !mover_.move.sources_change;
+        MoveStamped(token, /*written_before=*/false, as_read ? std::optional(std::move(batch)) : std::nullopt);
       }
       Throttle(options_.max_rate, outcome_.moved + outcome_.failed, start);
     }
@@ -155,9 +159,11 @@ class MovePass {
   }
 
   // Writes the sources stamped `token` (unless `written_before`), then
-  // deletes them.
-  void MoveStamped(const std::string& token, bool written_before) {
-    std::vector<Doc> stamped = Read(Stamped(token), false);
+  // deletes them; `known`: those sources as read before the stamp, when
+  // that is what they still are.
+  void MoveStamped(const std::string& token, bool written_before,
+                   std::optional<std::vector<Doc>> known = std::nullopt) {
+    std::vector<Doc> stamped = known ? std::move(*known) : Read(Stamped(token), false);
     int64_t moved = 0;
     for (int round = 1; !stamped.empty(); ++round) {
       std::set<size_t> unmoved;
@@ -177,8 +183,10 @@ class MovePass {
       }
       if (!mover_.move.sources_change && !moved_ids.empty())
         deletes.push_back(DeleteStatement(All({AnyOf(moved_ids), Stamped(token)})));
-      if (!deletes.empty()) moved += backend_.WriteBatch(mover_.move.from, "delete", deletes).n;
+      const int64_t deleted = deletes.empty() ? 0 : backend_.WriteBatch(mover_.move.from, "delete", deletes).n;
+      moved += deleted;
       if (!unstamp_ids.empty()) Unstamp(unstamp_ids);
+      if (deleted == static_cast<int64_t>(moved_ids.size())) break;  // every stamped source gone or unstamped
       // Sources still stamped changed after they were read: again.
       stamped = Read(Stamped(token), false);
       if (!stamped.empty() && round >= kDeleteRounds) {
