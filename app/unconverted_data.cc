@@ -41,6 +41,8 @@ std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules, const Rule
                                   (back ? " --to flat" : "") + "` converts them";
             }
           }
+          if constexpr (CollectionMigration<std::decay_t<decltype(pattern)>>)
+            probe.consequence += "; `remold migrate --rule " + rule.name + "` moves them";
           if (json.empty()) return;
           std::optional<Doc> filter = Doc::FromJson(json);
           if (!filter) return;  // a pattern's own filter: golden-tested to parse

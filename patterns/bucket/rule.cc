@@ -229,7 +229,7 @@ std::string BucketRule::Describe() const { return logical.full() + " -> " + buck
 std::string BucketRule::OnRemoval() const {
   return "the readings stay in the bucket collection " + buckets.full() + ", and reads of " +
          logical.full() + " no longer return them until the rule is back (or the readings are "
-         "migrated back to " + logical.full() + ")";
+         "moved back to " + logical.full() + ": `remold migrate --to flat`)";
 }
 
 std::string BucketRule::OnAddition() const {

@@ -60,7 +60,7 @@ TEST(RuleChangeWarnings, BucketRuleRemoved) {
   EXPECT_EQ(warnings[0],
             "rule 'readings' (bucket, iot.readings) removed: the readings stay in the bucket "
             "collection iot.readings_buckets, and reads of iot.readings no longer return them "
-            "until the rule is back (or the readings are migrated back to iot.readings)");
+            "until the rule is back (or the readings are moved back to iot.readings: `remold migrate --to flat`)");
 }
 
 TEST(RuleChangeWarnings, AttributeRuleRemoved) {
