@@ -1,13 +1,15 @@
 // `remold migrate --config FILE --rule NAME [--to flat] [--dry-run]
-//  [--batch N] [--max-rate DOCS/S]`: brings the documents of a rule's
-// collection written before the rule into the rule's stored form, or back
-// out of it with --to flat (before the rule is retired or changed).
+//  [--batch N] [--max-rate DOCS/S]`: brings the data of a rule's collection
+// written before the rule into the rule's form, or back out of it with
+// --to flat (before the rule is retired or changed), by the migration part
+// of the rule's pattern (patterns/migration.h):
+//   - documents converted in place (attribute: tools/migrate/document_migration.h);
+//   - documents moved between collections (bucket: tools/migrate/collection_migration.h);
+//   - maintained values filled (computed: tools/migrate/value_fill.h).
 //
-// Online: the application keeps reading and writing through remold; while
-// the rule says it is migrating, remold reads and writes both forms (see
-// the pattern's `migrating` option). Safe to repeat and to interrupt: each
-// document is replaced under a guard that it is unchanged since read, and
-// a checkpoint in the backend lets a killed migration resume
+// Online: the application keeps reading and writing through remold. Safe
+// to repeat and to interrupt: every write is guarded or meets a duplicate
+// key, and a checkpoint in the backend lets a killed migration resume
 // (tools/migrate/checkpoint.h). Report lines go to `out`, progress to `err`
 // (a bar when `err_is_terminal`, plain lines otherwise, with rate and ETA).
 //

@@ -14,15 +14,14 @@ from __future__ import annotations
 import random
 import re
 import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pymongo
 import pytest
 
-from conftest import NO_PROXY, require_binary
+from conftest import NO_PROXY
+from migration_support import Application, kill_once_past, start_migrate
 from test_logging import wait_for_log
 from test_rules import run_remold
 
@@ -61,22 +60,16 @@ def rule_file(rules: Path, db: str, migrating: str = "true") -> None:
         f"  except: [name, price]\n  migrating: {migrating}\n")
 
 
-class Application:
-    """Writes through remold and to the oracle, and checks reads against it.
-
-    One lock orders the application's own operations, so a read of remold
-    and the same read of the oracle see the same writes; the migration runs
-    outside it, as it would in production."""
+class Products(Application):
+    """Writes products through remold and to the oracle, and checks reads
+    against it (the queries in turn)."""
 
     def __init__(self, through: pymongo.collection.Collection, oracle: pymongo.collection.Collection):
+        super().__init__()
         self.through, self.oracle = through, oracle
-        self.lock = threading.Lock()
         self.rng = random.Random(7)
         self.next_id = N_PRODUCTS
-        self.writes = self.reads = 0
-        self.wrong: list[str] = []
-        self.errors: list[str] = []
-        self.stop = threading.Event()
+        self.next_query = 0
 
     def write_once(self) -> None:
         with self.lock:
@@ -107,13 +100,16 @@ class Application:
                     self.oracle.delete_one(target).deleted_count
             self.writes += 1
 
-    def read_once(self, query: dict, with_aggregate: bool = False) -> None:
+    def read_once(self, query: dict | None = None, with_aggregate: bool = False) -> None:
         """Compares find, count and distinct with the oracle, and with
         `with_aggregate` a $group too. The aggregate is only compared while
         no migration runs: the stand-in backend replaces a document in place,
         and a pipeline running meanwhile can see half of it (checked directly
         on the backend: `$cond` of `$isArray` then `$size` fails on a field
         that vanished in between)."""
+        if query is None:
+            query = QUERIES[self.next_query % len(QUERIES)]
+            self.next_query += 1
         with self.lock:
             got = sorted(self.through.find(query), key=lambda d: d["_id"])
             want = sorted(self.oracle.find(query), key=lambda d: d["_id"])
@@ -141,28 +137,13 @@ class Application:
         if distinct != want_distinct:
             self.wrong.append(f"distinct {key} {query}: {distinct} vs oracle {want_distinct}")
 
-    def run(self, write: bool) -> None:
-        i = 0
-        while not self.stop.is_set():
-            try:
-                if write:
-                    self.write_once()
-                else:
-                    self.read_once(QUERIES[i % len(QUERIES)])
-            except Exception as exc:  # noqa: BLE001 - reported by the test
-                self.errors.append(f"{type(exc).__name__}: {exc}")
-                return
-            i += 1
-
     def check_everything(self) -> None:
         for query in QUERIES + [{}]:
             self.read_once(query, with_aggregate=True)
 
 
-def migrate(rules: Path, backend_uri: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([str(require_binary()), "migrate", "--backend", backend_uri, "--rules",
-                             str(rules), "--rule", "products", *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def migrate(rules: Path, backend_uri: str, *args: str):
+    return start_migrate(rules, backend_uri, "products", *args)
 
 
 def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_client, db_name, tmp_path):
@@ -177,23 +158,13 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
     try:
         remold = private_remold(extra_args=("--rules", str(rules), "--log-level", "info"))
         client = pymongo.MongoClient(remold.uri)
-        app = Application(client[db_name].products, database.products_oracle)
+        app = Products(client[db_name].products, database.products_oracle)
         app.check_everything()  # before any migration: every flat product is read correctly
-        threads = [threading.Thread(target=app.run, args=(write,)) for write in (True, False)]
-        for thread in threads:
-            thread.start()
+        app.start()
 
         # A throttled migration, killed once it has converted part of the collection.
         first = migrate(rules, backend.uri, "--batch", "100", "--max-rate", "1000")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            checkpoint = database.remold_migrations.find_one({"_id": "products"}) or {}
-            if checkpoint.get("converted", 0) >= 300:
-                break
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        converted_before = database.remold_migrations.find_one({"_id": "products"})["converted"]
+        converted_before = kill_once_past(first, database, "products", 300)
         assert 300 <= converted_before < N_PRODUCTS, converted_before
         assert database.products.count_documents(flat_filter) > 0  # halfway: both forms stored
 
@@ -223,10 +194,7 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
         assert back.returncode == 0, out + err
         assert "0 left in the rule's form" in out, out
         time.sleep(0.5)
-        app.stop.set()
-        for thread in threads:
-            thread.join(60)
-        assert not app.errors, app.errors
+        app.finish()
         assert database.products.count_documents({"specs": {"$exists": True}}) == 0
         app.check_everything()
         # Every document is flat: without the rule, the collection is the oracle's twin.

@@ -19,8 +19,6 @@ import datetime
 import random
 import shutil
 import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -28,7 +26,8 @@ import bson
 import pymongo
 import pytest
 
-from conftest import NO_PROXY, require_binary
+from conftest import NO_PROXY
+from migration_support import Application, kill_once_past, start_migrate
 from test_logging import wait_for_log
 from test_rules import run_remold
 
@@ -53,23 +52,19 @@ def rule_file(rules: Path, db: str) -> Path:
     return path
 
 
-class Application:
+class Readings(Application):
     """Inserts readings through remold and into the oracle, and reads them.
+    `complete` says whether reads must match the oracle exactly (nothing
+    left to move) or may miss readings not moved yet."""
 
-    One lock orders the application's own operations; the migration runs
-    outside it. `complete` says whether reads must match the oracle
-    exactly (nothing left to move) or may miss readings not moved yet."""
+    pause = 0.005
 
     def __init__(self, through, oracle):
+        super().__init__()
         self.through, self.oracle = through, oracle
-        self.lock = threading.Lock()
         self.rng = random.Random(9)
         self.written: set = set()  # _ids inserted through remold
         self.complete = False
-        self.writes = self.reads = 0
-        self.wrong: list[str] = []
-        self.errors: list[str] = []
-        self.stop = threading.Event()
 
     def write_once(self) -> None:
         with self.lock:
@@ -106,20 +101,9 @@ class Application:
         if problems:
             self.wrong.append(f"{query}: " + "; ".join(problems))
 
-    def run(self, write: bool) -> None:
-        while not self.stop.is_set():
-            try:
-                self.write_once() if write else self.read_once()
-            except Exception as exc:  # noqa: BLE001 - reported by the test
-                self.errors.append(f"{type(exc).__name__}: {exc}")
-                return
-            time.sleep(0.005)
 
-
-def migrate(rules: Path, backend_uri: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([str(require_binary()), "migrate", "--backend", backend_uri, "--rules",
-                             str(rules), "--rule", "readings", *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def migrate(rules: Path, backend_uri: str, *args: str):
+    return start_migrate(rules, backend_uri, "readings", *args)
 
 
 def sorted_by_id(docs) -> list:
@@ -137,10 +121,8 @@ def test_migrate_bucket_online_with_a_kill_and_back(private_remold, backend, dir
     try:
         remold = private_remold(extra_args=("--rules", str(rules), "--log-level", "info"))
         client = pymongo.MongoClient(remold.uri)
-        app = Application(client[db_name].readings, database.readings_oracle)
-        threads = [threading.Thread(target=app.run, args=(write,)) for write in (True, False)]
-        for thread in threads:
-            thread.start()
+        app = Readings(client[db_name].readings, database.readings_oracle)
+        app.start()
 
         dry = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "readings",
                          "--dry-run")
@@ -150,15 +132,7 @@ def test_migrate_bucket_online_with_a_kill_and_back(private_remold, backend, dir
 
         # A throttled migration, killed once it has moved part of the readings.
         first = migrate(rules, backend.uri, "--batch", "100", "--max-rate", "1500")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            checkpoint = database.remold_migrations.find_one({"_id": "readings"}) or {}
-            if checkpoint.get("converted", 0) >= 900:
-                break
-            time.sleep(0.02)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        moved_before = database.remold_migrations.find_one({"_id": "readings"})["converted"]
+        moved_before = kill_once_past(first, database, "readings", 900)
         assert 900 <= moved_before < N_READINGS, moved_before
 
         second = migrate(rules, backend.uri, "--batch", "500")
@@ -195,10 +169,7 @@ def test_migrate_bucket_online_with_a_kill_and_back(private_remold, backend, dir
         with app.lock:
             app.complete = True
         time.sleep(0.5)
-        app.stop.set()
-        for thread in threads:
-            thread.join(60)
-        assert not app.errors, app.errors
+        app.finish()
         assert database.readings_buckets.count_documents({}) == 0
         assert sorted_by_id(database.readings.find()) == sorted_by_id(database.readings_oracle.find())
 

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import random
 import signal
-import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pymongo
 import pytest
 
-from conftest import NO_PROXY, require_binary
+from conftest import NO_PROXY
+from migration_support import Application, start_migrate
 from test_rules import run_remold
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="runs remold migrate against remold's rules")
@@ -62,25 +61,17 @@ def differs(post: dict, want: dict, must_be_filled: bool) -> bool:
     return any((post.get(f) or 0) != (want.get(f) or 0) for f in FIELDS)
 
 
-class Application:
-    """Writes comments through remold and to the oracle, and reads posts.
-
-    One lock orders the application's own operations, so a read of a post
-    and the oracle's grouping see the same writes; the migration runs
-    outside it."""
+class Comments(Application):
+    """Writes comments through remold and to the oracle, and reads posts."""
 
     def __init__(self, database, direct_database):
+        super().__init__()
         self.comments = database.comments
         self.posts = database.posts
         self.oracle = direct_database.comments_oracle
-        self.lock = threading.Lock()
         self.rng = random.Random(5)
         self.next_id = N_COMMENTS
         self.touched: set[int] = set()
-        self.writes = self.reads = 0
-        self.wrong: list[str] = []
-        self.errors: list[str] = []
-        self.stop = threading.Event()
 
     def write_once(self) -> None:
         with self.lock:
@@ -123,14 +114,6 @@ class Application:
         if differs(post, want, must):
             self.wrong.append(f"post {post_id}: {post} vs oracle {want} (touched: {must})")
 
-    def run(self, write: bool) -> None:
-        while not self.stop.is_set():
-            try:
-                self.write_once() if write else self.read_once()
-            except Exception as exc:  # noqa: BLE001 - reported by the test
-                self.errors.append(f"{type(exc).__name__}: {exc}")
-                return
-
     def check_every_post(self) -> list[str]:
         with self.lock:
             posts = {p["_id"]: p for p in self.posts.find()}
@@ -142,10 +125,8 @@ class Application:
             return wrong
 
 
-def migrate(rules: Path, backend_uri: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([str(require_binary()), "migrate", "--backend", backend_uri, "--rules",
-                             str(rules), "--rule", "comments", *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def migrate(rules: Path, backend_uri: str, *args: str):
+    return start_migrate(rules, backend_uri, "comments", *args)
 
 
 def test_migrate_computed_online_with_a_kill(private_remold, backend, direct_client, db_name, tmp_path):
@@ -163,10 +144,8 @@ def test_migrate_computed_online_with_a_kill(private_remold, backend, direct_cli
     try:
         remold = private_remold(extra_args=("--rules", str(rules)))
         client = pymongo.MongoClient(remold.uri)
-        app = Application(client[db_name], database)
-        threads = [threading.Thread(target=app.run, args=(write,)) for write in (True, False)]
-        for thread in threads:
-            thread.start()
+        app = Comments(client[db_name], database)
+        app.start()
         time.sleep(2.0)  # writes before any migration: the posts they touch are filled at once
 
         # Killed while it fills, then run again from the start.
@@ -181,10 +160,7 @@ def test_migrate_computed_online_with_a_kill(private_remold, backend, direct_cli
         filled_line = next(line for line in out.splitlines() if line.startswith("migrate: filled"))
 
         time.sleep(1.0)  # the application goes on over the filled posts
-        app.stop.set()
-        for thread in threads:
-            thread.join(60)
-        assert not app.errors, app.errors
+        app.finish()
         everywhere = app.check_every_post()
         assert not everywhere, everywhere[:5]
 
