@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -179,5 +180,56 @@ def test_migrate_computed_online_with_a_kill(private_remold, backend, direct_cli
               f"{len(app.touched)} posts touched, killed once and run again ({filled_line})")
         assert not app.wrong, app.wrong[:5]
         assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def test_concurrent_writers_settle_each_others_fills(private_remold, backend, direct_client, db_name, tmp_path):
+    """8 clients add and remove comments of the same 3 posts at once, while
+    the rule is migrating and the posts hold no values yet. Every write
+    recomputes its post from the comments; whichever writer sees a
+    difference sets it, and none stops before it sees the post and its
+    comments agree, so once they are done each post is exact, with no
+    migration run."""
+    database = direct_client[db_name]
+    posts = [0, 1, 2]
+    database.posts.insert_many([{"_id": p} for p in posts])
+    database.comments.insert_many([{"_id": f"seed{i}", "postId": i % 3, "stars": 1 + i % 5} for i in range(30)])
+    rules = tmp_path / "rules"
+    rule_file(rules, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        errors: list[str] = []
+
+        def writer(n: int) -> None:
+            client = pymongo.MongoClient(remold.uri)
+            comments = client[db_name].comments
+            rng = random.Random(n)
+            try:
+                for i in range(40):
+                    comment_id = f"w{n}-{i}"
+                    comments.insert_one({"_id": comment_id, "postId": rng.choice(posts), "stars": rng.randrange(1, 6)})
+                    if rng.random() < 0.4:
+                        comments.delete_one({"_id": comment_id})
+                    if rng.random() < 0.3:
+                        comments.update_one({"_id": comment_id}, {"$set": {"postId": rng.choice(posts)}})
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                client.close()
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not errors, errors
+        wrong = []
+        for post in database.posts.find():
+            want = expected(database.comments, post["_id"])
+            if differs(post, want, must_be_filled=True):
+                wrong.append(f"post {post['_id']}: {post} vs {want}")
+        assert not wrong, wrong
+        assert "did not settle" not in remold.stderr(), remold.stderr()[-2000:]
     finally:
         direct_client.drop_database(db_name)
