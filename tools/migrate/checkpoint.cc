@@ -34,7 +34,6 @@ Checkpoint LoadCheckpoint(BackendClient& backend, const std::string& rule, const
     checkpoint.resumed = checkpoint.stored = true;
     checkpoint.converted = FindInteger(view.bson, "converted").value_or(0);
     checkpoint.failed = FindInteger(view.bson, "failed").value_or(0);
-    checkpoint.written = FindString(view.bson, "written");
     if (auto after = Find(view.bson, "after")) {
       Doc id;
       AppendValue(id.mut(), "_id", *after);
@@ -53,7 +52,6 @@ void SaveCheckpoint(BackendClient& backend, Checkpoint& checkpoint, bool finishe
   if (checkpoint.after) AppendValue(set.mut(), "after", *Find(checkpoint.after->get(), "_id"));
   BSON_APPEND_INT64(set.mut(), "converted", checkpoint.converted);
   BSON_APPEND_INT64(set.mut(), "failed", checkpoint.failed);
-  if (checkpoint.written) AppendString(set.mut(), "written", *checkpoint.written);
   BSON_APPEND_DATE_TIME(set.mut(), "updated", now_ms);
   if (finished) BSON_APPEND_DATE_TIME(set.mut(), "finished", now_ms);
   if (!checkpoint.stored) BSON_APPEND_DATE_TIME(set.mut(), "started", now_ms);
@@ -66,6 +64,34 @@ void SaveCheckpoint(BackendClient& backend, Checkpoint& checkpoint, bool finishe
   const Doc filter = ById(checkpoint.rule);
   backend.UpdateOne(CheckpointCollection(checkpoint.ns), filter.get(), update.get(), true);
   checkpoint.stored = true;
+}
+
+namespace {
+
+// {<op>: {written: <value>}} on the rule's checkpoint.
+void ChangeWritten(BackendClient& backend, const Checkpoint& checkpoint, const char* op, const std::string& value) {
+  Doc field, update;
+  AppendString(field.mut(), "written", value);
+  AppendDoc(update.mut(), op, field);
+  const Doc filter = ById(checkpoint.rule);
+  backend.UpdateOne(CheckpointCollection(checkpoint.ns), filter.get(), update.get(), false);
+}
+
+}  // namespace
+
+void MarkBatchWritten(BackendClient& backend, Checkpoint& checkpoint, const std::string& token) {
+  if (!checkpoint.stored) SaveCheckpoint(backend, checkpoint, false);
+  ChangeWritten(backend, checkpoint, "$addToSet", token);
+}
+
+void ForgetBatches(BackendClient& backend, const Checkpoint& checkpoint) {
+  ChangeWritten(backend, checkpoint, "$unset", "");
+}
+
+bool BatchWritten(BackendClient& backend, const Checkpoint& checkpoint, const std::string& token) {
+  Doc filter = ById(checkpoint.rule);
+  AppendString(filter.mut(), "written", token);
+  return backend.CountDocuments(CheckpointCollection(checkpoint.ns), filter.get(), 1) > 0;
 }
 
 }  // namespace remold

@@ -4,8 +4,8 @@
 //   {_id: <rule name>, namespace, direction: "to_rule" | "to_flat",
 //    after: <the last _id of the last batch done>, converted, failed,
 //    started, updated, finished: <date, once nothing was left>,
-//    written: <the token of the last batch written, for moves between
-//              collections (tools/migrate/move_pass.h)>}
+//    written: [<the tokens of the batches written, for moves between
+//               collections (tools/migrate/move_pass.h)>]}
 // Saved after every batch; a checkpoint of the other direction, or of a
 // finished migration, is started over.
 #pragma once
@@ -28,7 +28,6 @@ struct Checkpoint {
   std::optional<Doc> after;  // {_id: <value>}; none: from the start
   int64_t converted = 0;
   int64_t failed = 0;
-  std::optional<std::string> written;  // the token of the last batch written
   bool resumed = false;  // loaded from an unfinished run
   bool stored = false;   // in the backend already (resumed, or saved once)
 };
@@ -46,5 +45,16 @@ Checkpoint LoadCheckpoint(BackendClient& backend, const std::string& rule, const
 // Stores it (upsert); `finished` also records the end. The first save of
 // a fresh run records its start.
 void SaveCheckpoint(BackendClient& backend, Checkpoint& checkpoint, bool finished);
+
+// The batches of a move written to their destination, kept as a set in
+// the backend (every run of the rule reads and adds to it, so several runs
+// at once agree on it). A token stays until the migration is over
+// (ForgetBatches): a run that read a batch while another was deleting it
+// must still find it written.
+void MarkBatchWritten(BackendClient& backend, Checkpoint& checkpoint, const std::string& token);
+void ForgetBatches(BackendClient& backend, const Checkpoint& checkpoint);
+// Read from the backend, not from `checkpoint`: another run may have
+// written the batch since this one loaded it.
+bool BatchWritten(BackendClient& backend, const Checkpoint& checkpoint, const std::string& token);
 
 }  // namespace remold

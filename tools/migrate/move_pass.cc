@@ -112,7 +112,7 @@ class MovePass {
         // Every document stamped, and none can change meanwhile: the batch
         // as read is what was stamped. Otherwise it is read again.
         const bool as_read = stamped == static_cast<int64_t>(batch.size()) && !mover_.move.sources_change;
-        MoveStamped(token, /*written_before=*/false, as_read ? std::optional(std::move(batch)) : std::nullopt);
+        MoveStamped(token, /*ours=*/true, as_read ? std::optional(std::move(batch)) : std::nullopt);
       }
       Throttle(options_.max_rate, outcome_.moved + outcome_.failed, start);
     }
@@ -122,7 +122,12 @@ class MovePass {
     }
     if (!options_.dry_run) {
       outcome_.left = backend_.CountDocuments(mover_.move.from, source_.get(), kCountAll);
-      if (!by_id_only && outcome_.left == 0) backend_.DropIndex(mover_.move.from, kOrderIndex);
+      if (outcome_.left == 0) {
+        // Nothing stamped is left, by this run or another: no batch is
+        // in flight, and the set of batches written can go.
+        ForgetBatches(backend_, checkpoint_);
+        if (!by_id_only) backend_.DropIndex(mover_.move.from, kOrderIndex);
+      }
       SaveCheckpoint(backend_, checkpoint_, outcome_.left == 0);
     }
     return outcome_;
@@ -146,7 +151,7 @@ class MovePass {
       std::vector<Doc> one = Read(Stamped(std::nullopt), true);
       if (one.empty()) return;
       const std::string token = *FindString(one.front().get(), kMoveStampField);
-      MoveStamped(token, checkpoint_.written == token);
+      MoveStamped(token, /*ours=*/false);
     }
   }
 
@@ -158,19 +163,21 @@ class MovePass {
     ++checkpoint_.failed;
   }
 
-  // Writes the sources stamped `token` (unless `written_before`), then
-  // deletes them; `known`: those sources as read before the stamp, when
-  // that is what they still are.
-  void MoveStamped(const std::string& token, bool written_before,
-                   std::optional<std::vector<Doc>> known = std::nullopt) {
+  // Writes the sources stamped `token`, then deletes them. `ours`: this run
+  // stamped them just now; otherwise they are another run's (killed, or
+  // running still), written already unless the checkpoint says otherwise,
+  // asked after reading them: a run deletes only once its batch is marked
+  // written, so a batch read before that mark is read whole. `known`: the
+  // sources as read before the stamp, when that is what they still are.
+  void MoveStamped(const std::string& token, bool ours, std::optional<std::vector<Doc>> known = std::nullopt) {
     std::vector<Doc> stamped = known ? std::move(*known) : Read(Stamped(token), false);
+    const bool written_before = !ours && BatchWritten(backend_, checkpoint_, token);
     int64_t moved = 0;
     for (int round = 1; !stamped.empty(); ++round) {
       std::set<size_t> unmoved;
       if (!written_before || round > 1) {
         unmoved = Write(stamped, token);
-        checkpoint_.written = token;
-        SaveCheckpoint(backend_, checkpoint_, false);
+        MarkBatchWritten(backend_, checkpoint_, token);
       }
       std::vector<Doc> deletes, moved_ids, unstamp_ids;
       for (size_t i = 0; i < stamped.size(); ++i) {

@@ -10,7 +10,7 @@
 //     without the stamp, under _ids that the pattern derives from the
 //     token or keeps from the source: written again, they meet duplicate
 //     keys instead of being stored twice;
-//  3. the checkpoint records the token as written;
+//  3. the checkpoint adds the token to its set of batches written;
 //  4. the stamped sources are deleted; where sources may change meanwhile,
 //     each under a guard that it is as stamped, and one that changed is
 //     written again (what it held already moved meets its duplicates) and
@@ -19,7 +19,9 @@
 // A run killed at any point leaves stamped sources behind; the next run
 // finishes their batch first: it writes them again unless the checkpoint
 // says their token was written (a partial delete would have changed the
-// batch), then deletes them. A source the pattern cannot move, or whose
+// batch), then deletes them, and takes the token out of the set. Runs of
+// the same rule at once are safe too: a run finishing another's batch asks
+// whether it was written only after reading it. A source the pattern cannot move, or whose
 // write fails, is reported once, unstamped, and left where it is; one that
 // keeps changing is unstamped and left for the next run. With `dry_run`
 // nothing is stamped or written: the pass reads in order and reports what

@@ -220,3 +220,34 @@ def test_migrate_bucket_killed_at_random_points_moves_each_reading_once(private_
               "every reading moved once each way")
     finally:
         direct_client.drop_database(db_name)
+
+
+def test_migrate_bucket_runs_at_once_move_each_reading_once(private_remold, backend, direct_client, db_name,
+                                                              tmp_path):
+    """Three runs of the same migration at once (an operator's and a cron
+    job's, say), each killed and restarted on its own: they finish each
+    other's batches, and every reading still ends up in exactly one
+    bucket."""
+    database = direct_client[db_name]
+    rng = random.Random(6)
+    seed = [reading(rng) for _ in range(2500)]
+    database.readings.insert_many([dict(d) for d in seed])
+    rules = tmp_path / "rules"
+    rule_file(rules, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        through = pymongo.MongoClient(remold.uri)[db_name].readings
+        for _ in range(3):
+            runs = [migrate(rules, backend.uri, "--batch", str(rng.choice([40, 90, 150]))) for _ in range(3)]
+            time.sleep(rng.uniform(0.1, 0.4))
+            runs[rng.randrange(3)].send_signal(signal.SIGKILL)
+            for run in runs:
+                run.communicate(timeout=600)
+        last = migrate(rules, backend.uri)
+        out, err = last.communicate(timeout=600)
+        assert last.returncode == 0, out + err
+        assert database.readings.count_documents({}) == 0
+        assert sorted_by_id(through.find()) == sorted_by_id(seed)
+        assert through.count_documents({}) == len(seed)
+    finally:
+        direct_client.drop_database(db_name)
