@@ -55,8 +55,9 @@ constexpr const char* kUsage =
     "                         recompute the computed rules' values from the source data,\n"
     "                         report drift (exit 1), repair it with --fix\n"
     "  remold migrate --config FILE --rule NAME [--to flat] [--dry-run] [--batch N] [--max-rate N]\n"
-    "                         convert the documents written before a rule into its form\n"
-    "                         (or back), online, resumable; exit 1 while any are left\n"
+    "                         bring the data written before a rule into its form (documents\n"
+    "                         converted, readings moved into buckets, values filled), or\n"
+    "                         back; online, resumable; exit 1 while any are left\n"
     "  remold --version       print the version\n";
 
 }  // namespace

@@ -211,13 +211,26 @@ class Rewriter {
 
 namespace {
 
+// Whether `array` holds documents, one at least, and nothing else: an $and
+// the server accepts (another stays as written, for the server to refuse).
+bool AllDocuments(const bson_iter_t& array) {
+  bson_iter_t copy = array, child;
+  if (!bson_iter_recurse(&copy, &child)) return false;
+  bool any = false;
+  while (bson_iter_next(&child)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) return false;
+    any = true;
+  }
+  return any;
+}
+
 // The top-level clauses of a filter, each a one-key document, with those of
 // top-level $and arrays in their place.
 void TopLevelClauses(const bson_t* filter, std::vector<Doc>& out) {
   bson_iter_t it;
   if (!bson_iter_init(&it, filter)) return;
   while (bson_iter_next(&it)) {
-    if (std::string_view(bson_iter_key(&it)) == "$and" && BSON_ITER_HOLDS_ARRAY(&it)) {
+    if (std::string_view(bson_iter_key(&it)) == "$and" && BSON_ITER_HOLDS_ARRAY(&it) && AllDocuments(it)) {
       for (const Doc& clause : ArrayDocuments(it)) TopLevelClauses(clause.get(), out);
       continue;
     }
