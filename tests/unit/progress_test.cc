@@ -38,6 +38,25 @@ TEST(ProgressTest, PlainLine) {
             "reconcile: rule comments: 7 blog.posts checked");
 }
 
+TEST(ProgressTest, RateAndTimeLeft) {
+  EXPECT_EQ(RenderRate(2500, 100000, 2.0, false), ", 1250/s, ETA 78 s");
+  EXPECT_EQ(RenderRate(2500, 100000, 2.0, true), "  1,250/s  ETA 1:18");
+  EXPECT_EQ(RenderRate(2500, std::nullopt, 2.0, false), ", 1250/s");  // no total: the rate alone
+  EXPECT_EQ(RenderRate(2500, 2000, 2.0, false), ", 1250/s, ETA 0 s");  // past an estimate
+}
+
+TEST(ProgressTest, TheFinalLineCarriesTheAverageRate) {
+  std::ostringstream err;
+  ProgressLabels labels = kComments;
+  labels.rate = true;
+  Progress progress(err, false, labels, 3);
+  for (int i = 0; i < 3; ++i) progress.Step();
+  progress.Finish();
+  const std::string out = err.str();
+  EXPECT_EQ(out.rfind("reconcile: rule comments: 3/3 blog.posts checked, ", 0), 0u) << out;
+  EXPECT_EQ(out.substr(out.size() - 3), "/s\n") << out;
+}
+
 TEST(ProgressTest, NotATerminalPrintsPlainLinesOnly) {
   std::ostringstream err;
   Progress progress(err, false, kComments, 3);

@@ -39,6 +39,18 @@ std::string RenderProgressLine(const ProgressLabels& labels, int64_t done, std::
   return labels.prefix + ": " + Fraction(done, total, false) + " " + labels.ns + " " + labels.verb;
 }
 
+std::string RenderRate(int64_t done, std::optional<int64_t> total, double seconds, bool terminal) {
+  const auto rate = static_cast<int64_t>(done / seconds);
+  std::string text = terminal ? "  " + WithThousands(rate) + "/s" : ", " + std::to_string(rate) + "/s";
+  if (total && rate > 0) {
+    const int64_t left = std::max<int64_t>(0, *total - done) / rate;
+    text += terminal ? "  ETA " + std::to_string(left / 60) + ":" + (left % 60 < 10 ? "0" : "") +
+                           std::to_string(left % 60)
+                     : ", ETA " + std::to_string(left) + " s";
+  }
+  return text;
+}
+
 Progress::Progress(std::ostream& err, bool terminal, ProgressLabels labels, std::optional<int64_t> total)
     : err_(err), terminal_(terminal), labels_(std::move(labels)), total_(total), last_(Clock::now()),
       start_(last_) {
@@ -68,31 +80,24 @@ void Progress::Clear() {
 }
 
 void Progress::Finish() {
-  Draw();
+  Draw(/*final=*/true);
   if (terminal_) err_ << "\n" << std::flush;
   drawn_ = false;
 }
 
-std::string Progress::RateAndEta(bool terminal) const {
+std::string Progress::RateAndEta(bool terminal, bool final) const {
   const double seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-  if (!labels_.rate || seconds < 0.5) return "";
-  const auto rate = static_cast<int64_t>(done_ / seconds);
-  std::string text = terminal ? "  " + WithThousands(rate) + "/s" : ", " + std::to_string(rate) + "/s";
-  if (total_ && rate > 0) {
-    const int64_t left = std::max<int64_t>(0, *total_ - done_) / rate;
-    text += terminal ? "  ETA " + std::to_string(left / 60) + ":" + (left % 60 < 10 ? "0" : "") +
-                           std::to_string(left % 60)
-                     : ", ETA " + std::to_string(left) + " s";
-  }
-  return text;
+  // While the scan runs, a rate over less than half a second says little.
+  if (!labels_.rate || seconds <= 0 || (!final && seconds < 0.5)) return "";
+  return RenderRate(done_, final ? std::nullopt : total_, seconds, terminal);
 }
 
-void Progress::Draw() {
+void Progress::Draw(bool final) {
   if (terminal_) {
-    err_ << "\r" << RenderBar(done_, total_, labels_.noun) << RateAndEta(true) << "\x1b[K" << std::flush;
+    err_ << "\r" << RenderBar(done_, total_, labels_.noun) << RateAndEta(true, final) << "\x1b[K" << std::flush;
     drawn_ = true;
   } else {
-    err_ << RenderProgressLine(labels_, done_, total_) << RateAndEta(false) << "\n" << std::flush;
+    err_ << RenderProgressLine(labels_, done_, total_) << RateAndEta(false, final) << "\n" << std::flush;
   }
 }
 

@@ -39,6 +39,11 @@ struct ProgressLabels {
 // "reconcile: rule comments: 4812/11630 blog.posts checked".
 std::string RenderProgressLine(const ProgressLabels& labels, int64_t done, std::optional<int64_t> total);
 
+// The rate of `done` documents in `seconds` and, with a `total`, the time
+// left at that rate: ", 1250/s, ETA 42 s" on a plain line, "  1,250/s  ETA
+// 0:42" on the bar.
+std::string RenderRate(int64_t done, std::optional<int64_t> total, double seconds, bool terminal);
+
 class Progress {
  public:
   Progress(std::ostream& err, bool terminal, ProgressLabels labels, std::optional<int64_t> total);
@@ -54,13 +59,14 @@ class Progress {
   // Clears a drawn bar so a report line can be printed; the next Step()
   // draws it again.
   void Clear();
-  // The final state; a terminal gets a newline after the bar.
+  // The final state, with the average rate (when the labels ask for a
+  // rate); a terminal gets a newline after the bar.
   void Finish();
 
  private:
   using Clock = std::chrono::steady_clock;
-  void Draw();
-  std::string RateAndEta(bool terminal) const;
+  void Draw(bool final = false);
+  std::string RateAndEta(bool terminal, bool final) const;
 
   std::ostream& err_;
   bool terminal_;

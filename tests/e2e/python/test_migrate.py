@@ -113,7 +113,15 @@ class Products(Application):
         with self.lock:
             got = sorted(self.through.find(query), key=lambda d: d["_id"])
             want = sorted(self.oracle.find(query), key=lambda d: d["_id"])
-            count = self.through.count_documents(query)
+            # countDocuments is an aggregate, and the stand-in backend can
+            # fail a pipeline over a document the migration replaces at that
+            # moment (see above); the count command reads no pipeline. The
+            # aggregate is compared where no migration runs.
+            if with_aggregate:
+                count = self.through.count_documents(query)
+            else:
+                count = self.through.database.command(
+                    {"count": self.through.name, "query": query})["n"]
             key = "color" if self.reads % 2 else "ram_gb"
             distinct = sorted(self.through.distinct(key, query))
             want_distinct = sorted(self.oracle.distinct(key, query))
@@ -174,8 +182,10 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
         assert second.returncode == 0, out + err
         assert "resuming from the checkpoint" in out, out
         assert "0 left in the flat form" in out, out
-        # Plain progress lines off a terminal (on stderr), with the rate and the time left.
-        assert re.search(r"^migrate: rule products: \d+/\d+ .*, \d+/s, ETA \d+ s$", err, re.MULTILINE), err
+        # Plain progress lines off a terminal (on stderr), with the rate (and,
+        # while it runs, the time left: tests/unit/progress_test.cc).
+        assert re.search(r"^migrate: rule products: \d+/\d+ .* converted, \d+/s(, ETA \d+ s)?$", err,
+                         re.MULTILINE), err
         assert database.products.count_documents(flat_filter) == 0
         check = run_remold("check", str(rules), "--backend", backend.uri)
         assert check.returncode == 0, check.stdout + check.stderr  # nothing left to migrate
@@ -200,7 +210,7 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
         # Every document is flat: without the rule, the collection is the oracle's twin.
         got = sorted(database.products.find(), key=lambda d: d["_id"])
         want = sorted(database.products_oracle.find(), key=lambda d: d["_id"])
-        assert got == want
+        assert got == want, (app.wrong[:5], [(g, w) for g, w in zip(got, want) if g != w][:3])
 
         print(f"\nmigrate adoption: {app.writes} writes, {app.reads} reads, {len(app.wrong)} wrong, "
               f"killed after {converted_before} converted, resumed")
