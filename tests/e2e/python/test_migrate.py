@@ -20,7 +20,7 @@ from pathlib import Path
 import pymongo
 import pytest
 
-from conftest import NO_PROXY
+from conftest import BACKEND_URI_ENV, NO_PROXY
 from migration_support import Application, kill_once_past, start_migrate
 from test_logging import wait_for_log
 from test_rules import run_remold
@@ -70,6 +70,7 @@ class Products(Application):
         self.rng = random.Random(7)
         self.next_id = N_PRODUCTS
         self.next_query = 0
+        self.transient: list[list[str]] = []  # differences gone on the next read (the stand-in's)
 
     def write_once(self) -> None:
         with self.lock:
@@ -110,6 +111,20 @@ class Products(Application):
         if query is None:
             query = QUERIES[self.next_query % len(QUERIES)]
             self.next_query += 1
+        problems = self.observe(query, with_aggregate)
+        if problems and not with_aggregate:
+            # The stand-in backend replaces a document in place, so a read
+            # running while the migration converts one can miss it (seen
+            # directly on the backend, as above). Such a miss is gone on the
+            # next read; a difference remold made is not. On a real server,
+            # where a replacement is atomic, none is allowed (see the test).
+            if not self.observe(query, with_aggregate):
+                self.transient.append(problems)
+                return
+        self.wrong.extend(problems)
+
+    def observe(self, query: dict, with_aggregate: bool) -> list[str]:
+        """One read of each kind through remold and of the oracle; what differs."""
         with self.lock:
             got = sorted(self.through.find(query), key=lambda d: d["_id"])
             want = sorted(self.oracle.find(query), key=lambda d: d["_id"])
@@ -135,15 +150,17 @@ class Products(Application):
                 grouped = list(self.through.aggregate(pipeline))
                 want_grouped = list(self.oracle.aggregate(pipeline))
             self.reads += 1
+        problems = []
         if got != want or count != len(want):
             missing = [d["_id"] for d in want if d not in got][:5]
             extra = [d["_id"] for d in got if d not in want][:5]
-            self.wrong.append(f"{query}: {len(got)} (count {count}) vs oracle {len(want)}; "
-                              f"missing {missing}, differing or extra {extra}")
+            problems.append(f"{query}: {len(got)} (count {count}) vs oracle {len(want)}; "
+                            f"missing {missing}, differing or extra {extra}")
         if grouped != want_grouped:
-            self.wrong.append(f"aggregate {query}: {grouped} vs oracle {want_grouped}")
+            problems.append(f"aggregate {query}: {grouped} vs oracle {want_grouped}")
         if distinct != want_distinct:
-            self.wrong.append(f"distinct {key} {query}: {distinct} vs oracle {want_distinct}")
+            problems.append(f"distinct {key} {query}: {distinct} vs oracle {want_distinct}")
+        return problems
 
     def check_everything(self) -> None:
         for query in QUERIES + [{}]:
@@ -213,8 +230,10 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
         assert got == want, (app.wrong[:5], [(g, w) for g, w in zip(got, want) if g != w][:3])
 
         print(f"\nmigrate adoption: {app.writes} writes, {app.reads} reads, {len(app.wrong)} wrong, "
-              f"killed after {converted_before} converted, resumed")
+              f"{len(app.transient)} read again, killed after {converted_before} converted, resumed")
         assert not app.wrong, app.wrong[:5]
+        if BACKEND_URI_ENV:  # a real server replaces a document atomically: no read may miss one
+            assert not app.transient, app.transient[:5]
         assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
     finally:
         direct_client.drop_database(db_name)
