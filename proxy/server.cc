@@ -88,6 +88,12 @@ Server::~Server() {
 }
 
 tcp::endpoint Server::Bind() {
+  // Signals are caught from here on, before the address is announced: a
+  // supervisor may signal as soon as it sees it, and one caught before Run()
+  // waits for it is queued, not lost.
+  signals_->add(SIGTERM);
+  signals_->add(SIGINT);
+  signals_->add(SIGHUP);
   acceptor_.open(options_.listen.protocol());
   acceptor_.set_option(tcp::acceptor::reuse_address(true));
   acceptor_.bind(options_.listen);
@@ -96,9 +102,6 @@ tcp::endpoint Server::Bind() {
 }
 
 void Server::Run() {
-  signals_.add(SIGTERM);
-  signals_.add(SIGINT);
-  signals_.add(SIGHUP);
   WaitForSignal();
   asio::co_spawn(main_context_, AcceptLoop(), asio::detached);
   main_context_.run();
@@ -109,7 +112,7 @@ void Server::Run() {
 }
 
 void Server::WaitForSignal() {
-  signals_.async_wait([this](boost::system::error_code ec, int signal) {
+  signals_->async_wait([this](boost::system::error_code ec, int signal) {
     if (ec) return;
     if (signal == SIGHUP) {
       spdlog::info("received SIGHUP: reloading");
@@ -122,13 +125,14 @@ void Server::WaitForSignal() {
   });
 }
 
-// Stopping already: a further signal must not kill the process between
-// the signal set's destruction (which restores the default action) and
-// exit, or a drained remold exits "killed by SIGTERM" instead of 0.
+// Stopping already: a further signal must not kill the process before it
+// exits, or a drained remold exits "killed by SIGTERM" instead of 0. The
+// signals are ignored from now on, and the signal set is never destroyed:
+// destroying (or clearing) it restores the default action, which would
+// leave an instant before exit where a signal kills.
 void Server::IgnoreSignalsUntilExit() {
-  boost::system::error_code ignored;
-  signals_.clear(ignored);
   for (int signal : {SIGTERM, SIGINT, SIGHUP}) std::signal(signal, SIG_IGN);
+  static_cast<void>(signals_.release());  // left to the end of the process, on purpose
 }
 
 void Server::Stop() {
@@ -172,7 +176,7 @@ void Server::BeginDrain() {
   if (options_.on_drain) options_.on_drain();
   boost::system::error_code ignored;
   acceptor_.close(ignored);
-  signals_.cancel(ignored);
+  if (signals_) signals_->cancel(ignored);
   for (auto& worker : workers_) worker->Drain();
 }
 
