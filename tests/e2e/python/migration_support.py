@@ -9,6 +9,9 @@ import threading
 import time
 from pathlib import Path
 
+import pymongo
+import pymongo.errors
+
 from conftest import require_binary
 
 
@@ -78,3 +81,19 @@ class Application:
         for thread in self.threads:
             thread.join(60)
         assert not self.errors, self.errors
+
+
+def drop_database_after_kills(client, name: str) -> None:
+    """Drops a test's database once a killed `remold migrate` is done with it.
+
+    A killed client's last command runs on in the server; mongo-java-server
+    fails a dropDatabase that meets it ("index not found with name [_id_]"),
+    so the drop is tried again for a few seconds."""
+    for attempt in range(10):
+        try:
+            client.drop_database(name)
+            return
+        except pymongo.errors.OperationFailure:
+            if attempt == 9:
+                raise
+            time.sleep(0.5)

@@ -21,7 +21,7 @@ import pymongo
 import pytest
 
 from conftest import BACKEND_URI_ENV, NO_PROXY
-from migration_support import Application, kill_once_past, start_migrate
+from migration_support import Application, drop_database_after_kills, kill_once_past, start_migrate
 from test_logging import wait_for_log
 from test_rules import run_remold
 
@@ -236,7 +236,7 @@ def test_migrate_online_with_a_kill_and_back(private_remold, backend, direct_cli
             assert not app.transient, app.transient[:5]
         assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
     finally:
-        direct_client.drop_database(db_name)
+        drop_database_after_kills(direct_client, db_name)
 
 
 def test_migrate_refuses_what_it_cannot_do_safely(backend, tmp_path):
@@ -292,4 +292,4 @@ def test_migrate_dry_run_and_unconvertible_documents(backend, direct_client, db_
         assert items.find_one({"_id": 2}) == {"_id": 2, "weight": 1, "specs": [{"k": "size", "v": 3}]}
         assert items.find_one({"_id": 4}) == {"_id": 4, "weight": 2}
     finally:
-        direct_client.drop_database(db_name)
+        drop_database_after_kills(direct_client, db_name)

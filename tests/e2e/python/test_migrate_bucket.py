@@ -27,7 +27,7 @@ import pymongo
 import pytest
 
 from conftest import NO_PROXY
-from migration_support import Application, kill_once_past, start_migrate
+from migration_support import Application, drop_database_after_kills, kill_once_past, start_migrate
 from test_logging import wait_for_log
 from test_rules import run_remold
 
@@ -178,7 +178,7 @@ def test_migrate_bucket_online_with_a_kill_and_back(private_remold, backend, dir
         assert not app.wrong, app.wrong[:5]
         assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
     finally:
-        direct_client.drop_database(db_name)
+        drop_database_after_kills(direct_client, db_name)
 
 
 def test_migrate_bucket_killed_at_random_points_moves_each_reading_once(private_remold, backend, direct_client,
@@ -219,7 +219,7 @@ def test_migrate_bucket_killed_at_random_points_moves_each_reading_once(private_
         print(f"\nbucket migrate: {kills} kills ({mid_batch} in the middle of a batch), "
               "every reading moved once each way")
     finally:
-        direct_client.drop_database(db_name)
+        drop_database_after_kills(direct_client, db_name)
 
 
 def test_migrate_bucket_runs_at_once_move_each_reading_once(private_remold, backend, direct_client, db_name,
@@ -250,4 +250,4 @@ def test_migrate_bucket_runs_at_once_move_each_reading_once(private_remold, back
         assert sorted_by_id(through.find()) == sorted_by_id(seed)
         assert through.count_documents({}) == len(seed)
     finally:
-        direct_client.drop_database(db_name)
+        drop_database_after_kills(direct_client, db_name)

@@ -24,7 +24,7 @@ import pymongo
 import pytest
 
 from conftest import NO_PROXY
-from migration_support import Application, start_migrate
+from migration_support import Application, drop_database_after_kills, start_migrate
 from test_rules import run_remold
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="runs remold migrate against remold's rules")
@@ -181,7 +181,7 @@ def test_migrate_computed_online_with_a_kill(private_remold, backend, direct_cli
         assert not app.wrong, app.wrong[:5]
         assert app.writes > 20 and app.reads > 20, (app.writes, app.reads)
     finally:
-        direct_client.drop_database(db_name)
+        drop_database_after_kills(direct_client, db_name)
 
 
 def test_concurrent_writers_settle_each_others_fills(private_remold, backend, direct_client, db_name, tmp_path):
@@ -232,4 +232,4 @@ def test_concurrent_writers_settle_each_others_fills(private_remold, backend, di
         assert not wrong, wrong
         assert "did not settle" not in remold.stderr(), remold.stderr()[-2000:]
     finally:
-        direct_client.drop_database(db_name)
+        drop_database_after_kills(direct_client, db_name)
