@@ -1,6 +1,7 @@
 #include "common/doc.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace remold {
@@ -152,6 +153,23 @@ void AppendArray(bson_t* out, std::string_view key, const std::vector<Doc>& docs
     bson_append_document(&array, index_key, static_cast<int>(length), docs[i].get());
   }
   bson_append_array_end(out, &array);
+}
+
+std::string JsonQuote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 void AppendString(bson_t* out, std::string_view key, std::string_view value) {

@@ -62,6 +62,10 @@ void AppendDoc(bson_t* out, std::string_view key, const Doc& doc);
 void AppendArray(bson_t* out, std::string_view key, const std::vector<Doc>& docs);
 void AppendString(bson_t* out, std::string_view key, std::string_view value);
 
+// `text` as a JSON string literal, quotes included (for pipelines built as
+// Extended JSON text).
+std::string JsonQuote(std::string_view text);
+
 // Calls fn(key, iter) for each element of the document or array value
 // under `parent`.
 template <class Fn>

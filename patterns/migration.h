@@ -7,7 +7,8 @@
 //
 //   std::string DocumentsToMigrate(const R&, MigrationDirection);
 //       // a filter (Extended JSON) on the rule's collection matching the
-//       // documents still in the direction's source form
+//       // documents still in the direction's source form; "" for a
+//       // direction the pattern does not migrate (versions only go up)
 //   std::optional<Doc> MigratedDocument(const R&, const bson_t* document,
 //                                       MigrationDirection, std::string* why);
 //       // the document in the direction's target form; nullopt (with why)

@@ -7,3 +7,4 @@
 #include "patterns/computed/migration.h"
 #include "patterns/migration.h"
 #include "patterns/patterns.h"
+#include "patterns/versioned/migration.h"

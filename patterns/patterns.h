@@ -14,11 +14,12 @@
 #include "patterns/bucket/rule.h"
 #include "patterns/computed/rule.h"
 #include "patterns/pattern.h"
+#include "patterns/versioned/rule.h"
 
 namespace remold {
 
 // In the order error messages name them.
-using PatternRule = std::variant<BucketRule, AttributeRule, ComputedRule>;
+using PatternRule = std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule>;
 
 // Calls fn.template operator()<R>() for each pattern's rule type R, in the
 // order of the list: [&]<typename R>() { ... R::kName ... }.

@@ -4,6 +4,8 @@
 #include <optional>
 #include <set>
 
+#include "rewrite/filter_clauses.h"
+
 namespace remold {
 namespace {
 
@@ -11,24 +13,6 @@ using Clauses = std::vector<Doc>;
 
 std::string FirstComponent(std::string_view path) {
   return std::string(path.substr(0, path.find('.')));
-}
-
-// Merges single-key clauses into one document, or $and when keys repeat.
-Doc Join(Clauses clauses) {
-  std::set<std::string> keys;
-  bool distinct = true;
-  for (const Doc& clause : clauses) {
-    bson_iter_t it;
-    bson_iter_init(&it, clause.get());
-    while (bson_iter_next(&it)) distinct = keys.insert(bson_iter_key(&it)).second && distinct;
-  }
-  Doc out;
-  if (distinct) {
-    for (const Doc& clause : clauses) bson_concat(out.mut(), clause.get());
-  } else {
-    AppendArray(out.mut(), "$and", clauses);
-  }
-  return out;
 }
 
 bool IsNull(const bson_iter_t& it) { return BSON_ITER_HOLDS_NULL(&it); }
@@ -86,7 +70,7 @@ class Rewriter {
       if (anti_pattern && (key == key_path || key == value_path)) continue;
       if (key == "$and" || key == "$or" || key == "$nor") {
         std::vector<Doc> branches;
-        for (const Doc& branch : ArrayDocuments(it)) branches.push_back(Join(Rewrite(branch.get())));
+        for (const Doc& branch : ArrayDocuments(it)) branches.push_back(JoinClauses(Rewrite(branch.get())));
         Doc clause;
         AppendArray(clause.mut(), key, branches);
         clauses.push_back(std::move(clause));
@@ -190,7 +174,7 @@ class Rewriter {
         }
         bson_iter_t inner_it;
         bson_iter_init_find(&inner_it, positive_form.get(), "v");
-        clauses.push_back(Nor(Join(AttributeClauses(name, sub, inner_it))));
+        clauses.push_back(Nor(JoinClauses(AttributeClauses(name, sub, inner_it))));
       } else if (name_op == "$exists") {
         Doc exists;
         BSON_APPEND_BOOL(exists.mut(), "$exists", true);
@@ -209,43 +193,10 @@ class Rewriter {
 
 }  // namespace
 
-namespace {
-
-// Whether `array` holds documents, one at least, and nothing else: an $and
-// the server accepts (another stays as written, for the server to refuse).
-bool AllDocuments(const bson_iter_t& array) {
-  bson_iter_t copy = array, child;
-  if (!bson_iter_recurse(&copy, &child)) return false;
-  bool any = false;
-  while (bson_iter_next(&child)) {
-    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) return false;
-    any = true;
-  }
-  return any;
-}
-
-// The top-level clauses of a filter, each a one-key document, with those of
-// top-level $and arrays in their place.
-void TopLevelClauses(const bson_t* filter, std::vector<Doc>& out) {
-  bson_iter_t it;
-  if (!bson_iter_init(&it, filter)) return;
-  while (bson_iter_next(&it)) {
-    if (std::string_view(bson_iter_key(&it)) == "$and" && BSON_ITER_HOLDS_ARRAY(&it) && AllDocuments(it)) {
-      for (const Doc& clause : ArrayDocuments(it)) TopLevelClauses(clause.get(), out);
-      continue;
-    }
-    Doc clause;
-    AppendValue(clause.mut(), bson_iter_key(&it), it);
-    out.push_back(std::move(clause));
-  }
-}
-
-}  // namespace
-
 FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter) {
   Rewriter rewriter(rule);
   FilterRewrite out;
-  out.filter = Join(rewriter.Rewrite(filter));
+  out.filter = JoinClauses(rewriter.Rewrite(filter));
   out.error = rewriter.error;
   if (out.error || !rule.migrating) return out;
   const Doc original = Doc::FromBson(filter);
@@ -272,15 +223,15 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
   });
   if (!pair_paths.empty()) clauses.push_back(std::move(pair_paths));
   for (Doc& clause : clauses) {
-    const bool names_attribute = !(Join(Rewriter(pairs_only).Rewrite(clause.get())) == clause);
+    const bool names_attribute = !(JoinClauses(Rewriter(pairs_only).Rewrite(clause.get())) == clause);
     (names_attribute ? named : plain).push_back(std::move(clause));
   }
-  const Doc as_written = Join(std::move(named));
-  const Doc in_pairs = Join(Rewriter(pairs_only).Rewrite(as_written.get()));
+  const Doc as_written = JoinClauses(std::move(named));
+  const Doc in_pairs = JoinClauses(Rewriter(pairs_only).Rewrite(as_written.get()));
   Doc mixed;
   AppendArray(mixed.mut(), "$or", {InStoredForm(rule, true, in_pairs), InStoredForm(rule, false, as_written)});
   plain.push_back(std::move(mixed));
-  out.filter = Join(std::move(plain));
+  out.filter = JoinClauses(std::move(plain));
   return out;
 }
 

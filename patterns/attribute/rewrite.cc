@@ -8,8 +8,9 @@
 #include "patterns/attribute/indexes.h"
 #include "patterns/attribute/update.h"
 #include "patterns/attribute/view.h"
-#include "rewrite/bson_compare.h"
+#include "rewrite/distinct_reply.h"
 #include "rewrite/cursor_reply.h"
+#include "rewrite/find_as_aggregate.h"
 #include "rewrite/plan.h"
 
 namespace remold {
@@ -17,28 +18,6 @@ namespace {
 
 std::string FirstComponent(std::string_view path) {
   return std::string(path.substr(0, path.find('.')));
-}
-
-// Appends under `key` the values of both arrays, each value once, in
-// MongoDB's order (a distinct answered from two stored forms).
-void AppendMergedValues(bson_t* out, const char* key, const std::optional<bson_iter_t>& first,
-                        const std::optional<bson_iter_t>& second) {
-  std::vector<bson_iter_t> values;
-  for (const auto& array : {first, second}) {
-    bson_iter_t copy, child;
-    if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) continue;
-    copy = *array;
-    if (!bson_iter_recurse(&copy, &child)) continue;
-    while (bson_iter_next(&child)) values.push_back(child);
-  }
-  auto less = [](const bson_iter_t& a, const bson_iter_t& b) { return CompareBsonValues(a, b) < 0; };
-  auto same = [](const bson_iter_t& a, const bson_iter_t& b) { return CompareBsonValues(a, b) == 0; };
-  std::sort(values.begin(), values.end(), less);
-  values.erase(std::unique(values.begin(), values.end(), same), values.end());
-  bson_t array;
-  bson_append_array_begin(out, key, -1, &array);
-  for (size_t i = 0; i < values.size(); ++i) AppendValue(&array, std::to_string(i), values[i]);
-  bson_append_array_end(out, &array);
 }
 
 Doc Stage(std::string_view name, const Doc& spec) {
@@ -213,57 +192,15 @@ class AttributeRewriter {
     if (auto problem = FindOnlyProjection(projection))
       return Refuse(error_codes::kInvalidOptions, *problem);
     // Sort or projection on attributes: an aggregate that unfolds first.
-    for (const char* unsupported : {"tailable", "awaitData", "min", "max", "returnKey",
-                                    "showRecordId", "noCursorTimeout"}) {
-      if (auto v = Find(body, unsupported); v && bson_iter_as_bool(&*v))
-        return Refuse(error_codes::kInvalidOptions,
-                      std::string("find option '") + unsupported +
-                          "' is not supported with a sort or projection on attributes");
-    }
-    std::vector<Doc> pipeline;
-    if (!filter.empty()) pipeline.push_back(Stage("$match", filter));
-    for (Doc& stage : ViewStages(a_)) pipeline.push_back(std::move(stage));
-    if (sort && !sort->empty()) pipeline.push_back(Stage("$sort", *sort));
-    if (auto skip = FindInteger(body, "skip"); skip && *skip > 0) {
-      Doc stage;
-      BSON_APPEND_INT64(stage.mut(), "$skip", *skip);
-      pipeline.push_back(std::move(stage));
-    }
-    int64_t limit = FindInteger(body, "limit").value_or(0);
-    bool single_batch = FindBool(body, "singleBatch").value_or(false) || limit < 0;
-    if (limit < 0) limit = -limit;
-    if (limit != 0) {
-      Doc stage;
-      BSON_APPEND_INT64(stage.mut(), "$limit", limit);
-      pipeline.push_back(std::move(stage));
-    }
-    if (projection && !projection->empty()) pipeline.push_back(Stage("$project", *projection));
-    BackendCommand backend;
-    bson_t* out = backend.body.mut();
-    AppendString(out, "aggregate", a_.logical.collection);
-    AppendArray(out, "pipeline", pipeline);
-    Doc cursor;
-    if (auto batch = FindInteger(body, "batchSize")) BSON_APPEND_INT64(cursor.mut(), "batchSize", *batch);
-    else if (single_batch && limit > 0) BSON_APPEND_INT64(cursor.mut(), "batchSize", limit);
-    AppendDoc(out, "cursor", cursor);
-    for (const char* passthrough : {"collation", "allowDiskUse", "let", "hint"}) {
-      if (auto v = Find(body, passthrough)) AppendValue(out, passthrough, *v);
-    }
-    SealCommand(command_, ArgumentTarget::kRead, a_.logical.db, out);
-    Plan plan = Passed(std::move(backend));
-    if (single_batch) {
-      // One batch was asked for: report cursor id 0 and close the rest.
-      const Namespace ns = a_.logical;
-      plan.shape = [ns](std::span<const Doc> replies) {
-        ShapedReply out;
-        int64_t open = 0;
-        out.reply = WithCursor(replies.front(), std::nullopt, 0, &open);
-        if (open != 0) out.cursors_to_kill.push_back(open);
-        out.kill_db = ns.db;
-        out.kill_collection = ns.collection;
-        return out;
-      };
-    }
+    FindPipeline parts;
+    if (!filter.empty()) parts.before_view.push_back(Stage("$match", filter));
+    parts.view = ViewStages(a_);
+    auto aggregate = FindAsAggregate(command_, a_.logical, std::move(parts),
+                                     "with a sort or projection on attributes");
+    if (auto* refusal = std::get_if<Refusal>(&aggregate)) return Refuse(refusal->code, refusal->message);
+    AggregateFind& find = std::get<AggregateFind>(aggregate);
+    Plan plan = Passed(std::move(find.command));
+    if (find.single_batch) plan.shape = SingleBatchShape(a_.logical);
     return plan;
   }
 
@@ -363,26 +300,7 @@ class AttributeRewriter {
       SealCommand(command_, ArgumentTarget::kRead, a_.logical.db, flat_body);
       plan.commands.push_back(std::move(flat));
     }
-    plan.shape = [](std::span<const Doc> replies) {
-      ShapedReply out;
-      auto cursor = FindDocument(replies.front().get(), "cursor");
-      auto batch = cursor ? ::remold::Find(cursor->get(), "firstBatch") : std::nullopt;
-      std::vector<Doc> docs = batch ? ArrayDocuments(*batch) : std::vector<Doc>();
-      std::optional<bson_iter_t> values;
-      if (!docs.empty()) values = ::remold::Find(docs.front().get(), "values");
-      if (replies.size() > 1) {
-        AppendMergedValues(out.reply.mut(), "values", values, ::remold::Find(replies[1].get(), "values"));
-      } else if (values) {
-        AppendValue(out.reply.mut(), "values", *values);
-      } else {
-        AppendArray(out.reply.mut(), "values", {});
-      }
-      for (const char* key : {"$clusterTime", "operationTime"}) {
-        if (auto v = ::remold::Find(replies.front().get(), key)) AppendValue(out.reply.mut(), key, *v);
-      }
-      BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);
-      return out;
-    };
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{DistinctReply(replies), {}, {}, {}, {}}; };
     return plan;
   }
 

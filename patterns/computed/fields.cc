@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "patterns/computed/expression.h"
+#include "patterns/expression/evaluate.h"
 #include "rewrite/cursor_reply.h"
 
 namespace remold {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "rewrite/bson_compare.h"
-#include "patterns/computed/expression.h"
+#include "patterns/expression/evaluate.h"
 #include "rewrite/cursor_reply.h"
 
 namespace remold {

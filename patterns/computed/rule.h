@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "patterns/expression/expression.h"
 #include "rules/namespace.h"
 #include "rules/written_namespace.h"
 
@@ -18,30 +19,6 @@ class Node;
 namespace remold {
 
 class FileContext;
-
-// An expression of a computed field, over one document (see README,
-// "Computed fields"). A field path names a field of the document, or of
-// the array element inside `each`.
-struct Expression {
-  enum class Kind {
-    kField,    // the value at `path`
-    kLiteral,  // `literal`
-    kSum,      // numbers among the operands added; others ignored ($sum)
-    kProduct,  // operands multiplied; null if any is null or missing ($multiply)
-    kDivide,   // operands[0] / operands[1]; null if either is null or the divisor 0
-    kCount,    // the number of elements of the array at `path`; 0 if missing
-    kMin,      // the least non-null operand ($min)
-    kMax,      // the greatest non-null operand ($max)
-    kConcat,   // strings joined; null if any is null or missing ($concat)
-    kEach,     // operands[0] evaluated on each element of the array at `path`
-  };
-  using Literal = std::variant<std::monostate, bool, int64_t, double, std::string>;
-
-  Kind kind = Kind::kLiteral;
-  std::string path;
-  Literal literal;
-  std::vector<Expression> operands;
-};
 
 // A field whose value is an expression over other fields of the same
 // document.

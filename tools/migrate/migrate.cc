@@ -113,6 +113,10 @@ std::string MigratablePatterns() {
 template <typename R>
 DocumentConverter ConverterFor(const Rule& rule, const R& pattern, MigrationDirection direction, bool dry_run,
                                std::string& note) {
+  const std::string source_filter = DocumentsToMigrate(pattern, direction);
+  if (source_filter.empty())
+    throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) + " rule, whose documents " +
+                     "only move forward: there is no form to migrate them back to");
   const std::optional<MigrationDirection> stored = MigratingTo(pattern);
   const bool to_flat = direction == MigrationDirection::kToFlat;
   if (stored && *stored != direction && !dry_run)
@@ -129,7 +133,7 @@ DocumentConverter ConverterFor(const Rule& rule, const R& pattern, MigrationDire
            "reads through remold do not see it in the rule's form (set `migrating: true` in " +
            rule.source + " for reads that cover both forms)\n";
   std::string error;
-  std::optional<Doc> source = Doc::FromJson(DocumentsToMigrate(pattern, direction), &error);
+  std::optional<Doc> source = Doc::FromJson(source_filter, &error);
   if (!source) throw std::logic_error("rule '" + rule.name + "': bad migration filter: " + error);
   return DocumentConverter{*source, [pattern, direction](const Doc& document, std::string* why) {
                              return MigratedDocument(pattern, document.get(), direction, why);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <variant>
 
-#include "patterns/computed/expression.h"
+#include "patterns/expression/evaluate.h"
 
 namespace remold {
 namespace {

@@ -4,7 +4,7 @@
 // Value owns one BSON value of any type. Holds() decides whether a stored
 // field holds an expected value the way the write path's maintenance would
 // have left it: numbers by value across int32/int64/double (HoldsValue in
-// patterns/computed/expression.h), null as "absent" (missing or null), other
+// patterns/expression/evaluate.h), null as "absent" (missing or null), other
 // types exactly. Describe() and Difference() render values for the report;
 // LinkKey() groups link values as MongoDB's $group and equality do (1, 1L
 // and 1.0 are one link).
@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "common/doc.h"
-#include "patterns/computed/expression.h"
+#include "patterns/expression/evaluate.h"
 
 namespace remold {
 

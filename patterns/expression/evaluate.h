@@ -1,6 +1,6 @@
-// Evaluating a computed field's expression (rules/rule.h, Expression) over
-// one BSON document, the way remold computes `total` from `items` before a
-// write and the way `remold reconcile` recomputes it afterwards.
+// Evaluating an expression (expression.h) over one BSON document: the way
+// remold computes `total` from `items` before a write, `remold reconcile`
+// recomputes it afterwards, and a versioned rule's upgrade computes a field.
 //
 // Semantics follow MongoDB's aggregation operators of the same names:
 //   sum      numbers added; non-numbers ignored; int32 -> int64 -> double
@@ -12,6 +12,9 @@
 //            ignored; null when nothing is left
 //   concat   strings joined; null if an operand is null or missing
 //   each     the inner expression evaluated on every element of an array
+//   part     one piece of a string split at a separator ($split, then
+//            $arrayElemAt); null if the string is null or missing, or the
+//            piece does not exist
 // An operand that is an array (a field holding one, or `each`) contributes
 // each of its elements. A type that cannot take part (a string in a
 // product, a number in a concat, a decimal128 anywhere arithmetic happens)
@@ -23,11 +26,12 @@
 #include <bson/bson.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 
-#include "rules/rule.h"
+#include "patterns/expression/expression.h"
 
 namespace remold {
 

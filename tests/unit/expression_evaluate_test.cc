@@ -1,6 +1,6 @@
-// Unit tests of computed-field expressions (patterns/computed/expression.h).
+// Unit tests of computed-field expressions (patterns/expression/evaluate.h).
 // Expressions are made the real way: a rule file's text through the loader.
-#include "patterns/computed/expression.h"
+#include "patterns/expression/evaluate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "patterns/computed/expression.h"
+#include "patterns/expression/evaluate.h"
 
 #include <algorithm>
 #include <charconv>
@@ -93,6 +93,7 @@ std::string Origin(const Expression* e) {
     case Expression::Kind::kMax: return "the max";
     case Expression::Kind::kConcat: return "the concatenation";
     case Expression::Kind::kEach: return "each of '" + e->path + "'";
+    case Expression::Kind::kPart: return "the part";
   }
   return "a value";
 }
@@ -450,6 +451,26 @@ Val Concat(const Expression& e, const Val& scope) {
   return Scalar(std::move(out), &e);
 }
 
+// Piece `index` of the string split at the separator, as $split then
+// $arrayElemAt do (a negative index counts from the end).
+Val Part(const Expression& e, const Val& scope) {
+  Val of = Eval(e.operands.at(0), scope);
+  if (of.nullish()) return Scalar(std::monostate{}, &e);
+  if (of.kind != Val::Kind::kScalar || !std::holds_alternative<std::string>(of.scalar))
+    FailType(of, "a string");
+  const std::string& text = std::get<std::string>(of.scalar);
+  const std::string& separator = std::get<std::string>(e.literal);
+  std::vector<std::string> pieces;
+  size_t start = 0;
+  for (size_t at; (at = text.find(separator, start)) != std::string::npos; start = at + separator.size())
+    pieces.push_back(text.substr(start, at - start));
+  pieces.push_back(text.substr(start));
+  const int64_t count = static_cast<int64_t>(pieces.size());
+  const int64_t i = e.index < 0 ? count + e.index : e.index;
+  if (i < 0 || i >= count) return Scalar(std::monostate{}, &e);
+  return Scalar(std::move(pieces[static_cast<size_t>(i)]), &e);
+}
+
 // A list: operands[0] evaluated on each element of the array at `path`;
 // missing or null when the array is.
 Val Each(const Expression& e, const Val& scope) {
@@ -477,6 +498,7 @@ Val Eval(const Expression& e, const Val& scope) {
     case Expression::Kind::kMax: return MinMax(e, scope, true);
     case Expression::Kind::kConcat: return Concat(e, scope);
     case Expression::Kind::kEach: return Each(e, scope);
+    case Expression::Kind::kPart: return Part(e, scope);
   }
   throw Failure{"unknown expression kind"};
 }

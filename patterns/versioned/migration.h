@@ -1,0 +1,23 @@
+// The versioned pattern's migration (pure): `remold migrate` stores every
+// document of an older version upgraded, one at a time (Upgrade, in
+// upgrade.h). Reads through remold always upgrade, so the documents can be
+// upgraded while the application runs; there is no way back (--to flat).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/doc.h"
+#include "patterns/migration.h"
+#include "rules/rule.h"
+
+namespace remold {
+
+// The migration part of the pattern (patterns/migration.h). Documents to
+// migrate are those at an older version; "" for kToFlat.
+std::string DocumentsToMigrate(const VersionedRule& rule, MigrationDirection direction);
+std::optional<Doc> MigratedDocument(const VersionedRule& rule, const bson_t* document,
+                                    MigrationDirection direction, std::string* why);
+inline std::optional<MigrationDirection> MigratingTo(const VersionedRule&) { return MigrationDirection::kToRule; }
+
+}  // namespace remold

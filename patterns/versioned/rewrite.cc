@@ -1,0 +1,539 @@
+#include "patterns/versioned/rewrite.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "patterns/versioned/upgrade.h"
+#include "patterns/versioned/view.h"
+#include "rewrite/cursor_reply.h"
+#include "rewrite/distinct_reply.h"
+#include "rewrite/filter_clauses.h"
+#include "rewrite/find_as_aggregate.h"
+#include "rewrite/unchanged_guard.h"
+
+namespace remold {
+namespace {
+
+// Older documents a write's filters match are upgraded in batches of this
+// many, read again until none is left: at most this many batches.
+constexpr int64_t kUpgradeBatch = 1'000;
+constexpr int kMaxUpgradeRounds = 100;
+// Where the prelude's read keeps each document as stored while the view
+// upgrades it (a name no application uses: remold's prefix).
+constexpr const char* kStoredField = "_remold_stored";
+
+std::string FirstComponent(std::string_view path) { return std::string(path.substr(0, path.find('.'))); }
+
+Doc Stage(std::string_view name, const Doc& spec) {
+  Doc stage;
+  AppendDoc(stage.mut(), name, spec);
+  return stage;
+}
+
+Doc Json(const std::string& text) { return *Doc::FromJson(text); }
+
+Doc And(std::vector<Doc> clauses) {
+  std::erase_if(clauses, [](const Doc& clause) { return clause.empty(); });
+  if (clauses.empty()) return Doc();
+  if (clauses.size() == 1) return std::move(clauses.front());
+  Doc out;
+  AppendArray(out.mut(), "$and", clauses);
+  return out;
+}
+
+Doc Or(std::vector<Doc> clauses) {
+  if (clauses.size() == 1) return std::move(clauses.front());
+  Doc out;
+  AppendArray(out.mut(), "$or", clauses);
+  return out;
+}
+
+// The documents of a cursor reply's first or next batch.
+std::vector<Doc> BatchDocuments(const Doc& reply) {
+  auto cursor = FindDocument(reply.get(), "cursor");
+  if (!cursor) return {};
+  for (const char* key : {"firstBatch", "nextBatch"}) {
+    if (auto batch = Find(cursor->get(), key); batch && BSON_ITER_HOLDS_ARRAY(&*batch)) return ArrayDocuments(*batch);
+  }
+  return {};
+}
+
+// The guarded replacements that store upgraded the documents of a read's
+// reply (those that upgrade; none when nothing does).
+std::vector<BackendCommand> UpgradeWrites(const Command& command, const VersionedRule& rule, const Doc& read_reply,
+                                          bool may_fail) {
+  std::vector<Doc> statements;
+  for (const Doc& stored : BatchDocuments(read_reply)) {
+    UpgradedDocument upgraded = Upgrade(rule, stored.get());
+    if (!upgraded.changed()) continue;
+    Doc statement;
+    AppendDoc(statement.mut(), "q", UnchangedDocument(stored));
+    AppendDoc(statement.mut(), "u", upgraded.document);
+    BSON_APPEND_BOOL(statement.mut(), "multi", false);
+    statements.push_back(std::move(statement));
+  }
+  if (statements.empty()) return {};
+  BackendCommand update = UpdateCommand(command, ArgumentTarget::kPreparatoryWrite, rule.logical, false,
+                                        std::move(statements));
+  update.may_fail = may_fail;
+  return {std::move(update)};
+}
+
+class VersionedRewriter {
+ public:
+  VersionedRewriter(const Command& command, const Rule& rule, const VersionedRule& versioned)
+      : command_(command), rule_(rule), v_(versioned) {}
+
+  std::optional<Plan> Rewrite() {
+    const std::string& name = command_.name;
+    if (name == "find") return FindCommand();
+    if (name == "getMore") return GetMore();
+    if (name == "aggregate") return Aggregate();
+    if (name == "count") return Count();
+    if (name == "distinct") return Distinct();
+    if (name == "insert") return Insert();
+    if (name == "update") return Update();
+    if (name == "delete") return Delete();
+    if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
+    return std::nullopt;  // everything else is about the collection as stored
+  }
+
+ private:
+  Plan Refuse(ErrorCode code, const std::string& what) const {
+    return ImmediateReply(ErrorReply(code, "versioned rule '" + rule_.name + "' for " + v_.logical.full() + ": " + what));
+  }
+
+  // The clauses of `filter` on fields no upgrade changes: they select the
+  // same documents before the upgrade as after it.
+  Doc PassingClauses(const Doc& filter) const {
+    std::vector<Doc> clauses, kept;
+    TopLevelClauses(filter.get(), clauses);
+    for (Doc& clause : clauses) {
+      bson_iter_t it;
+      if (!bson_iter_init(&it, clause.get()) || !bson_iter_next(&it)) continue;
+      std::string_view key = bson_iter_key(&it);
+      if (key.empty() || key[0] == '$' || v_.Changes(FirstComponent(key))) continue;
+      kept.push_back(std::move(clause));
+    }
+    return JoinClauses(std::move(kept));
+  }
+
+  // Whether the filter names only fields no upgrade changes.
+  bool PassesThrough(const Doc& filter) const {
+    std::vector<Doc> clauses;
+    TopLevelClauses(filter.get(), clauses);
+    return JoinClauses(std::move(clauses)) == PassingClauses(filter);
+  }
+
+  // The $match before the upgrade stages for a read filtering on `filter`
+  // (none when it is empty): current documents by the filter itself, older
+  // ones by the clauses the upgrade keeps.
+  std::vector<Doc> BeforeView(const Doc& filter) const {
+    if (filter.empty()) return {};
+    Doc current = And({Json(NotOlderFilter(v_)), filter});
+    Doc older = And({Json(OlderVersionsFilter(v_)), PassingClauses(filter)});
+    return {Stage("$match", Or({std::move(current), std::move(older)}))};
+  }
+
+  // A read's aggregate: `pipeline` after the upgrade.
+  BackendCommand ReadAggregate(const Doc& filter, std::vector<Doc> after) const {
+    std::vector<Doc> pipeline = BeforeView(filter);
+    for (Doc& stage : UpgradeStages(v_)) pipeline.push_back(std::move(stage));
+    if (!filter.empty()) pipeline.push_back(Stage("$match", filter));
+    for (Doc& stage : after) pipeline.push_back(std::move(stage));
+    BackendCommand backend;
+    bson_t* out = backend.body.mut();
+    AppendString(out, "aggregate", v_.logical.collection);
+    AppendArray(out, "pipeline", pipeline);
+    AppendDoc(out, "cursor", Doc());
+    for (const char* passthrough : {"collation", "hint"}) {
+      if (auto v = Find(command_.body.get(), passthrough)) AppendValue(out, passthrough, *v);
+    }
+    SealCommand(command_, ArgumentTarget::kRead, v_.logical.db, out);
+    return backend;
+  }
+
+  static Plan Forwarded(BackendCommand backend) {
+    Plan plan;
+    plan.commands.push_back(std::move(backend));
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
+    return plan;
+  }
+
+  // With `write_back`: after a batch of documents went to the client, those
+  // of them still stored at an older version are read and stored upgraded,
+  // each under a guard that it is unchanged. The client's reply stands
+  // whatever these find.
+  void WithWriteBack(Plan& plan) const {
+    if (!v_.write_back || InTransaction(command_)) return;
+    const Command command = command_;
+    const VersionedRule rule = v_;
+    plan.then = [command, rule](std::span<const Doc> replies) {
+      std::vector<Doc> ids;
+      for (const Doc& document : BatchDocuments(replies.front())) {
+        bson_iter_t id;
+        if (!bson_iter_init_find(&id, document.get(), "_id")) continue;
+        Doc value;
+        AppendValue(value.mut(), "_id", id);
+        ids.push_back(std::move(value));
+      }
+      if (ids.empty()) return Step{};
+      Doc in, by_id;
+      bson_t array;
+      BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        bson_iter_t id;
+        bson_iter_init_find(&id, ids[i].get(), "_id");
+        AppendValue(&array, std::to_string(i), id);
+      }
+      bson_append_array_end(in.mut(), &array);
+      AppendDoc(by_id.mut(), "_id", in);
+      BackendCommand read;
+      bson_t* body = read.body.mut();
+      AppendString(body, "find", rule.logical.collection);
+      AppendDoc(body, "filter", And({by_id, Json(OlderVersionsFilter(rule))}));
+      BSON_APPEND_INT64(body, "batchSize", static_cast<int64_t>(ids.size()));
+      BSON_APPEND_BOOL(body, "singleBatch", true);
+      AppendString(body, "$db", rule.logical.db);
+      read.may_fail = true;
+      return Step{{std::move(read)}, [command, rule](std::span<const Doc> replies) {
+                    return Step{UpgradeWrites(command, rule, replies.back(), true), {}};
+                  }};
+    };
+  }
+
+  std::optional<Plan> FindCommand() const {
+    const Doc filter = FindDocument(command_.body.get(), "filter").value_or(Doc());
+    FindPipeline parts;
+    parts.before_view = BeforeView(filter);
+    parts.view = UpgradeStages(v_);
+    parts.after_view = filter;
+    auto aggregate = FindAsAggregate(command_, v_.logical, std::move(parts), "on a versioned collection");
+    if (auto* refusal = std::get_if<Refusal>(&aggregate)) return Refuse(refusal->code, refusal->message);
+    AggregateFind& find = std::get<AggregateFind>(aggregate);
+    Plan plan = Forwarded(std::move(find.command));
+    if (find.single_batch) plan.shape = SingleBatchShape(v_.logical);
+    WithWriteBack(plan);
+    return plan;
+  }
+
+  std::optional<Plan> GetMore() const {
+    if (!v_.write_back || InTransaction(command_)) return std::nullopt;
+    BackendCommand backend;
+    backend.body = command_.body;
+    Plan plan = Forwarded(std::move(backend));
+    WithWriteBack(plan);
+    return plan;
+  }
+
+  std::optional<Plan> Aggregate() const {
+    auto pipeline_iter = Find(command_.body.get(), "pipeline");
+    if (!pipeline_iter || !BSON_ITER_HOLDS_ARRAY(&*pipeline_iter))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "aggregate needs a 'pipeline' array"));
+    std::vector<Doc> stages = ArrayDocuments(*pipeline_iter);
+    std::vector<Doc> pipeline;
+    size_t i = 0;
+    if (!stages.empty()) {
+      bson_iter_t first;
+      bson_iter_init(&first, stages[0].get());
+      bson_iter_next(&first);
+      std::string_view stage = bson_iter_key(&first);
+      // About the collection or its change events, not its documents.
+      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats")
+        return std::nullopt;
+      // Must stay first; the documents they produce are upgraded after.
+      if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+        pipeline.push_back(stages[0]);
+        i = 1;
+      }
+    }
+    // The client's first $match, before the upgrade, selects what it can.
+    if (i < stages.size()) {
+      if (std::optional<Doc> match = FindDocument(stages[i].get(), "$match"))
+        for (Doc& stage : BeforeView(*match)) pipeline.push_back(std::move(stage));
+    }
+    for (Doc& stage : UpgradeStages(v_)) pipeline.push_back(std::move(stage));
+    for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
+    BackendCommand backend;
+    bson_iter_t it;
+    bson_iter_init(&it, command_.body.get());
+    while (bson_iter_next(&it)) {
+      if (std::string_view(bson_iter_key(&it)) == "pipeline") AppendArray(backend.body.mut(), "pipeline", pipeline);
+      else AppendValue(backend.body.mut(), bson_iter_key(&it), it);
+    }
+    return Forwarded(std::move(backend));
+  }
+
+  std::optional<Plan> Count() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    if (PassesThrough(query)) return std::nullopt;  // the same documents match before the upgrade
+    std::vector<Doc> after;
+    if (auto skip = FindInteger(body, "skip"); skip && *skip > 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$skip", *skip);
+      after.push_back(std::move(stage));
+    }
+    if (auto limit = FindInteger(body, "limit"); limit && *limit != 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$limit", *limit < 0 ? -*limit : *limit);
+      after.push_back(std::move(stage));
+    }
+    Doc count;
+    AppendString(count.mut(), "$count", "n");
+    after.push_back(std::move(count));
+    Plan plan = Forwarded(ReadAggregate(query, std::move(after)));
+    plan.shape = [](std::span<const Doc> replies) {
+      const Doc& reply = replies.front();
+      ShapedReply out;
+      if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}};
+      std::vector<Doc> batch = FirstBatch(reply);
+      int64_t n = batch.empty() ? 0 : FindInteger(batch.front().get(), "n").value_or(0);
+      if (n <= INT32_MAX) BSON_APPEND_INT32(out.reply.mut(), "n", static_cast<int32_t>(n));
+      else BSON_APPEND_INT64(out.reply.mut(), "n", n);
+      for (const char* key : {"$clusterTime", "operationTime"}) {
+        if (auto v = Find(reply.get(), key)) AppendValue(out.reply.mut(), key, *v);
+      }
+      BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);
+      return out;
+    };
+    return plan;
+  }
+
+  std::optional<Plan> Distinct() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    std::optional<std::string> key = FindString(body, "key");
+    if (!key) return std::nullopt;  // the server says what is wrong
+    if (!v_.Changes(FirstComponent(*key)) && PassesThrough(query)) return std::nullopt;
+    Plan plan = Forwarded(ReadAggregate(query, DistinctStages(*key)));
+    plan.shape = [](std::span<const Doc> replies) {
+      if (!IsOkReply(replies.front())) return ShapedReply{replies.front(), {}, {}, {}, {}};
+      return ShapedReply{DistinctReply(replies), {}, {}, {}, {}};
+    };
+    return plan;
+  }
+
+  // A document to store: with the current version when it has none; one it
+  // names stays (an older writer's document, upgraded when read).
+  std::optional<std::string> Stamped(const Doc& document, Doc& out) const {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, document.get(), v_.field.c_str())) {
+      out = document;
+      BSON_APPEND_INT32(out.mut(), v_.field.c_str(), v_.current());
+      return std::nullopt;
+    }
+    if (!VersionOf(v_, document.get()))
+      return "'" + v_.field + "' must be one of the rule's versions (" + std::to_string(v_.first()) + ".." +
+             std::to_string(v_.current()) + "), or missing for the current one";
+    out = document;
+    return std::nullopt;
+  }
+
+  std::optional<Plan> Insert() const {
+    auto documents = Find(command_.body.get(), "documents");
+    if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
+    std::vector<Doc> stamped;
+    for (const Doc& document : ArrayDocuments(*documents)) {
+      Doc out;
+      if (auto error = Stamped(document, out)) return Refuse(error_codes::kBadValue, *error);
+      stamped.push_back(std::move(out));
+    }
+    BackendCommand backend;
+    bson_copy_to_excluding_noinit(command_.body.get(), backend.body.mut(), "documents", nullptr);
+    backend.sequence_id = "documents";
+    backend.sequence = std::move(stamped);
+    return Forwarded(std::move(backend));
+  }
+
+  // Whether an update document changes the version field.
+  bool ChangesVersion(const Doc& u) const {
+    bson_iter_t op;
+    bson_iter_init(&op, u.get());
+    while (bson_iter_next(&op)) {
+      if (!BSON_ITER_HOLDS_DOCUMENT(&op)) continue;
+      bool named = false;
+      ForEachChild(op, [&](std::string_view path, const bson_iter_t& value) {
+        if (FirstComponent(path) == v_.field) named = true;
+        // $rename: {from: to}
+        if (BSON_ITER_HOLDS_UTF8(&value) && std::string_view(bson_iter_key(&op)) == "$rename" &&
+            FirstComponent(bson_iter_utf8(&value, nullptr)) == v_.field)
+          named = true;
+      });
+      if (named) return true;
+    }
+    return false;
+  }
+
+  // The update document of a statement, as stored: a replacement gets the
+  // version; an upsert's operators set it on insert.
+  std::variant<Doc, Refusal> StoredUpdate(const Doc& u, bool upsert) const {
+    bson_iter_t first;
+    bool operators = bson_iter_init(&first, u.get()) && bson_iter_next(&first) && bson_iter_key(&first)[0] == '$';
+    if (!operators) {
+      Doc out;
+      if (auto error = Stamped(u, out)) return Refusal{error_codes::kBadValue, *error};
+      return out;
+    }
+    if (ChangesVersion(u))
+      return Refusal{error_codes::kInvalidOptions,
+                     "an update cannot change '" + v_.field + "': remold keeps each document's version"};
+    if (!upsert) return u;
+    Doc out, on_insert;
+    bson_iter_t it;
+    bson_iter_init(&it, u.get());
+    while (bson_iter_next(&it)) {
+      if (std::string_view(bson_iter_key(&it)) == "$setOnInsert" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        on_insert = *FindDocument(u.get(), "$setOnInsert");
+        continue;
+      }
+      AppendValue(out.mut(), bson_iter_key(&it), it);
+    }
+    BSON_APPEND_INT32(on_insert.mut(), v_.field.c_str(), v_.current());
+    AppendDoc(out.mut(), "$setOnInsert", on_insert);
+    return out;
+  }
+
+  // The read of the prelude: the older documents, as stored, that match one
+  // of `filters` once upgraded (a batch of them).
+  BackendCommand OlderMatchesRead(const std::vector<Doc>& filters, const std::optional<bson_iter_t>& collation) const {
+    std::vector<Doc> passing;
+    bool every_filter_selects = true;
+    for (const Doc& filter : filters) {
+      Doc clauses = PassingClauses(filter);
+      every_filter_selects = every_filter_selects && !clauses.empty();
+      passing.push_back(std::move(clauses));
+    }
+    std::vector<Doc> pipeline;
+    Doc older = Json(OlderVersionsFilter(v_));
+    pipeline.push_back(Stage("$match", every_filter_selects ? And({older, Or(passing)}) : older));
+    pipeline.push_back(Json(std::string(R"({"$replaceRoot": {"newRoot": {"$mergeObjects": ["$$ROOT", {")") +
+                            kStoredField + R"(": "$$ROOT"}]}}})"));
+    for (Doc& stage : UpgradeStages(v_)) pipeline.push_back(std::move(stage));
+    std::vector<Doc> nonempty;
+    bool matches_all = false;
+    for (const Doc& filter : filters) {
+      if (filter.empty()) matches_all = true;
+      else nonempty.push_back(filter);
+    }
+    if (!matches_all) pipeline.push_back(Stage("$match", Or(nonempty)));
+    pipeline.push_back(Json(std::string(R"({"$replaceRoot": {"newRoot": "$)") + kStoredField + "\"}}"));
+    Doc limit;
+    BSON_APPEND_INT64(limit.mut(), "$limit", kUpgradeBatch);
+    pipeline.push_back(std::move(limit));
+    BackendCommand read;
+    bson_t* body = read.body.mut();
+    AppendString(body, "aggregate", v_.logical.collection);
+    AppendArray(body, "pipeline", pipeline);
+    Doc cursor;
+    BSON_APPEND_INT64(cursor.mut(), "batchSize", kUpgradeBatch);
+    AppendDoc(body, "cursor", cursor);
+    if (collation) AppendValue(body, "collation", *collation);
+    SealCommand(command_, ArgumentTarget::kRead, v_.logical.db, body);
+    return read;
+  }
+
+  // `plan` after the older documents `filters` match are stored upgraded.
+  Plan AfterUpgrading(const std::vector<Doc>& filters, const std::optional<bson_iter_t>& collation, Plan plan) const {
+    const Command command = command_;
+    const VersionedRule rule = v_;
+    return AfterPrelude(OlderMatchesRead(filters, collation),
+                        [command, rule](const Doc& reply) { return UpgradeWrites(command, rule, reply, false); },
+                        std::move(plan), kMaxUpgradeRounds);
+  }
+
+  std::optional<Plan> Update() const {
+    auto updates = Find(command_.body.get(), "updates");
+    if (!updates || !BSON_ITER_HOLDS_ARRAY(&*updates))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update needs an 'updates' array"));
+    std::vector<Doc> statements, filters;
+    std::optional<bson_iter_t> collation;
+    for (const Doc& statement : ArrayDocuments(*updates)) {
+      filters.push_back(FindDocument(statement.get(), "q").value_or(Doc()));
+      if (!collation) collation = Find(statement.get(), "collation");
+      auto u = Find(statement.get(), "u");
+      if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
+      const bool upsert = FindBool(statement.get(), "upsert").value_or(false);
+      if (BSON_ITER_HOLDS_ARRAY(&*u)) {
+        if (upsert)
+          return Refuse(error_codes::kInvalidOptions,
+                        "a pipeline update with upsert is not supported (the inserted document would not get '" +
+                            v_.field + "')");
+        statements.push_back(statement);
+        continue;
+      }
+      auto stored = StoredUpdate(*FindDocument(statement.get(), "u"), upsert);
+      if (auto* refusal = std::get_if<Refusal>(&stored)) return Refuse(refusal->code, refusal->message);
+      Doc out;
+      bson_iter_t it;
+      bson_iter_init(&it, statement.get());
+      while (bson_iter_next(&it)) {
+        if (std::string_view(bson_iter_key(&it)) == "u") AppendDoc(out.mut(), "u", std::get<Doc>(stored));
+        else AppendValue(out.mut(), bson_iter_key(&it), it);
+      }
+      statements.push_back(std::move(out));
+    }
+    BackendCommand backend;
+    bson_copy_to_excluding_noinit(command_.body.get(), backend.body.mut(), "updates", nullptr);
+    backend.sequence_id = "updates";
+    backend.sequence = std::move(statements);
+    return AfterUpgrading(filters, collation, Forwarded(std::move(backend)));
+  }
+
+  std::optional<Plan> Delete() const {
+    auto deletes = Find(command_.body.get(), "deletes");
+    if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
+    std::vector<Doc> filters;
+    std::optional<bson_iter_t> collation;
+    for (const Doc& statement : ArrayDocuments(*deletes)) {
+      filters.push_back(FindDocument(statement.get(), "q").value_or(Doc()));
+      if (!collation) collation = Find(statement.get(), "collation");
+    }
+    BackendCommand backend;
+    backend.body = command_.body;
+    return AfterUpgrading(filters, collation, Forwarded(std::move(backend)));
+  }
+
+  std::optional<Plan> FindAndModify() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    BackendCommand backend;
+    auto update = Find(body, "update");
+    if (update && BSON_ITER_HOLDS_DOCUMENT(&*update)) {
+      auto stored = StoredUpdate(*FindDocument(body, "update"), FindBool(body, "upsert").value_or(false));
+      if (auto* refusal = std::get_if<Refusal>(&stored)) return Refuse(refusal->code, refusal->message);
+      bson_iter_t it;
+      bson_iter_init(&it, body);
+      while (bson_iter_next(&it)) {
+        if (std::string_view(bson_iter_key(&it)) == "update") AppendDoc(backend.body.mut(), "update", std::get<Doc>(stored));
+        else AppendValue(backend.body.mut(), bson_iter_key(&it), it);
+      }
+    } else {
+      if (update && BSON_ITER_HOLDS_ARRAY(&*update) && FindBool(body, "upsert").value_or(false))
+        return Refuse(error_codes::kInvalidOptions,
+                      "a pipeline update with upsert is not supported (the inserted document would not get '" +
+                          v_.field + "')");
+      backend.body = command_.body;
+    }
+    return AfterUpgrading({query}, Find(body, "collation"), Forwarded(std::move(backend)));
+  }
+
+  const Command& command_;
+  const Rule& rule_;
+  const VersionedRule& v_;
+};
+
+}  // namespace
+
+std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const VersionedRule& versioned,
+                                   const Capabilities&) {
+  return VersionedRewriter(command, rule, versioned).Rewrite();
+}
+
+std::vector<Doc> ViewStages(const VersionedRule& rule) { return UpgradeStages(rule); }
+
+}  // namespace remold

@@ -1,0 +1,237 @@
+#include "patterns/versioned/view.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "patterns/expression/aggregation.h"
+#include "rewrite/type_tests.h"
+
+namespace remold {
+namespace {
+
+using Text = std::string;
+
+Text Q(const std::string& s) { return JsonQuote(s); }
+
+Text NameList(const std::vector<std::string>& names) {
+  Text out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + Q(name);
+  return "[" + out + "]";
+}
+
+Text Cond(const Text& test, const Text& then, const Text& otherwise) {
+  return R"({"$cond": [)" + test + ", " + then + ", " + otherwise + "]}";
+}
+Text IsNull(const Text& x) { return R"({"$eq": [)" + x + ", null]}"; }
+Text Size(const Text& list) { return R"({"$size": )" + list + "}"; }
+Text Object(const Text& entries) { return R"({"$arrayToObject": )" + entries + "}"; }
+Text Concat(const Text& a, const Text& b) { return R"({"$concatArrays": [)" + a + ", " + b + "]}"; }
+Text Entry(const std::string& key, const Text& value) { return R"({"k": )" + Q(key) + R"(, "v": )" + value + "}"; }
+// The fields of document `d` as [{k, v}] ([] for a value that is not one).
+Text Entries(const Text& d) { return R"({"$ifNull": [{"$objectToArray": )" + d + "}, []]}"; }
+Text Path(const std::string& var, const std::string& field) { return Q(var + "." + field); }
+
+Text Literal(const Expression::Literal& literal) {
+  struct {
+    Text operator()(std::monostate) const { return "null"; }
+    Text operator()(bool b) const { return b ? "true" : "false"; }
+    Text operator()(int64_t i) const {
+      if (i >= INT32_MIN && i <= INT32_MAX) return std::to_string(i);
+      return R"({"$numberLong": ")" + std::to_string(i) + "\"}";
+    }
+    Text operator()(double d) const {
+      if (std::isnan(d)) return R"({"$numberDouble": "NaN"})";
+      if (std::isinf(d)) return d > 0 ? R"({"$numberDouble": "Infinity"})" : R"({"$numberDouble": "-Infinity"})";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", d);
+      return R"({"$numberDouble": ")" + Text(buf) + "\"}";
+    }
+    Text operator()(const std::string& s) const { return Q(s); }
+  } text;
+  return R"({"$literal": )" + std::visit(text, literal) + "}";
+}
+
+// An integral number below 2^53 in magnitude (n: the value, 0 for another type).
+Text IsIntegral(const Text& x, const Text& n) {
+  return R"({"$and": [)" + IsNumber(x) + R"(, {"$eq": [{"$trunc": [)" + n + "]}, " + n +
+         R"(]}, {"$gte": [{"$abs": [)" + n + R"(]}, 0]}, {"$lt": [{"$abs": [)" + n +
+         R"(]}, {"$numberLong": "9007199254740992"}]}]})";
+}
+
+Text Convert(const Text& n, const char* type) {
+  return R"({"$convert": {"input": )" + n + R"(, "to": ")" + type + "\"}}";
+}
+
+Text ConvertedValue(const Text& x, UpgradeStep::Type type) {
+  const Text n = Cond(IsNumber(x), x, "0");
+  switch (type) {
+    case UpgradeStep::Type::kDouble: return Cond(IsNumber(x), Convert(n, "double"), x);
+    case UpgradeStep::Type::kLong: return Cond(IsIntegral(x, n), Convert(n, "long"), x);
+    case UpgradeStep::Type::kString: return Cond(IsIntegral(x, n), Convert(Convert(n, "long"), "string"), x);
+    case UpgradeStep::Type::kInt: {
+      const Text in_range = R"({"$and": [)" + IsIntegral(x, n) + R"(, {"$gte": [)" + n +
+                            R"(, -2147483648]}, {"$lte": [)" + n + ", 2147483647]}]}";
+      return Cond(in_range, Convert(n, "int"), x);
+    }
+  }
+  return x;
+}
+
+// Writes the upgrade of one version as aggregation text. Every $map and
+// $filter gets a variable name of its own: the test backend keeps
+// variables in one scope, where an inner one cannot reuse an outer's name.
+class UpgradeText {
+ public:
+  explicit UpgradeText(const VersionedRule& rule) : rule_(rule) {}
+
+  // The document at version `index - 1` brought to version `index`, or as
+  // it was when a step cannot apply (a step's null ends the chain).
+  Text Version(size_t index) {
+    const DocumentVersion& version = rule_.versions[index];
+    const size_t steps = version.upgrade.size();
+    auto var = [](size_t i) { return "s" + std::to_string(i); };
+    const Text last = Q("$$" + var(steps));
+    Text body = Cond(IsNull(last), "null", Set(last, rule_.field, R"({"$literal": )" + std::to_string(version.number) + "}"));
+    for (size_t i = steps; i > 0; --i) {
+      const std::string before = i == 1 ? "$$ROOT" : "$$" + var(i - 1);
+      Text value = Step(version.upgrade[i - 1], before);
+      if (i > 1) value = Cond(IsNull(Q(before)), "null", value);
+      body = Let(var(i), value, body);
+    }
+    if (steps == 0) body = Let(var(0), R"("$$ROOT")", body);
+    // $$ROOT is named outside the bindings only: a server may resolve it
+    // inside a $map to the variables in scope.
+    return R"({"$ifNull": [)" + body + R"(, "$$ROOT"]})";
+  }
+
+ private:
+  std::string Fresh() { return "e" + std::to_string(++names_); }
+
+  // `body` with `value` bound to $$name ($let is not on the test backend).
+  Text Let(const std::string& name, const Text& value, const Text& body) {
+    return R"({"$arrayElemAt": [{"$map": {"input": [)" + value + R"(], "as": )" + Q(name) + R"(, "in": )" + body +
+           "}}, 0]}";
+  }
+  // [f(e) for e in list], with `f` given the variable's name.
+  template <typename Fn>
+  Text Map(const Text& list, Fn&& f) {
+    const std::string e = Fresh();
+    return R"({"$map": {"input": )" + list + R"(, "as": ")" + e + R"(", "in": )" + f("$$" + e) + "}}";
+  }
+  Text Keys(const Text& entries) {
+    return Map(entries, [](const std::string& e) { return Q(e + ".k"); });
+  }
+  Text Has(const Text& d, const std::string& f) { return R"({"$in": [)" + Q(f) + ", " + Keys(Entries(d)) + "]}"; }
+  Text FilterKeys(const Text& entries, const Text& names, bool keep_named) {
+    const std::string e = Fresh();
+    Text test = R"({"$in": [)" + Q("$$" + e + ".k") + ", " + names + "]}";
+    if (!keep_named) test = R"({"$not": [)" + test + "]}";
+    return R"({"$filter": {"input": )" + entries + R"(, "as": ")" + e + R"(", "cond": )" + test + "}}";
+  }
+  // Each entry named `f` replaced by `replacement` (text, given the entry).
+  template <typename Fn>
+  Text Replace(const Text& entries, const std::string& f, Fn&& replacement) {
+    return Map(entries, [&](const std::string& e) {
+      return Cond(R"({"$eq": [)" + Q(e + ".k") + ", " + Q(f) + "]}", replacement(e), Q(e));
+    });
+  }
+  // `d` with field `f` set to `value`: in its place, or added last.
+  Text Set(const Text& d, const std::string& f, const Text& value) {
+    Text replaced = Replace(Entries(d), f, [&](const std::string&) { return Entry(f, value); });
+    return Object(Concat(replaced, Cond(Has(d, f), "[]", "[" + Entry(f, value) + "]")));
+  }
+
+  // One step on the document in the variable `var` ("$$ROOT", "$$s1"): the
+  // document after it, or null when the step cannot apply (see upgrade.h).
+  Text Step(const UpgradeStep& step, const std::string& var) {
+    using Kind = UpgradeStep::Kind;
+    const Text d = Q(var);
+    switch (step.kind) {
+      case Kind::kRename: {
+        Text renamed = Replace(FilterKeys(Entries(d), NameList({step.to}), false), step.field,
+                               [&](const std::string& e) { return Entry(step.to, Q(e + ".v")); });
+        return Cond(Has(d, step.field), Object(renamed), d);
+      }
+      case Kind::kDefault:
+        return Cond(Has(d, step.field), d, Object(Concat(Entries(d), "[" + Entry(step.field, Literal(step.value)) + "]")));
+      case Kind::kCompute:
+        return Cond(StringInputs(step.expression, var), Set(d, step.field, AggregationOf(step.expression, var)), "null");
+      case Kind::kConvert:
+        return Cond(Has(d, step.field), Set(d, step.field, ConvertedValue(Path(var, step.field), step.type)), d);
+      case Kind::kMoveInto: {
+        const Text sub = Path(var, step.field);
+        const Text moved = FilterKeys(Entries(d), NameList(step.fields), true);
+        const Text safe_sub = Cond(IsDocument(sub), sub, R"({"$literal": {}})");
+        const Text inner = Object(Concat(FilterKeys(Entries(safe_sub), Keys(moved), false), moved));
+        const Text rest = FilterKeys(Entries(d), NameList(step.fields), false);
+        const Text in_place = Object(Replace(rest, step.field, [&](const std::string&) { return Entry(step.field, inner); }));
+        const Text added = Object(Concat(rest, "[" + Entry(step.field, inner) + "]"));
+        return Cond(R"({"$eq": [)" + Size(moved) + ", 0]}", d,
+                    Cond(Has(d, step.field), Cond(IsDocument(sub), in_place, "null"), added));
+      }
+      case Kind::kMoveOutOf: {
+        const Text sub = Path(var, step.field);
+        const Text safe_sub = Cond(IsDocument(sub), sub, R"({"$literal": {}})");
+        const Text moved = FilterKeys(Entries(safe_sub), NameList(step.fields), true);
+        const Text remaining = FilterKeys(Entries(safe_sub), NameList(step.fields), false);
+        const Text top = FilterKeys(Entries(d), Keys(moved), false);
+        const Text at_sub =
+            Concat(moved, Cond(R"({"$eq": [)" + Size(remaining) + ", 0]}", "[]", "[" + Entry(step.field, Object(remaining)) + "]"));
+        const Text pieces = Map(top, [&](const std::string& e) {
+          return Cond(R"({"$eq": [)" + Q(e + ".k") + ", " + Q(step.field) + "]}", at_sub, "[" + Q(e) + "]");
+        });
+        const Text flattened = R"({"$reduce": {"input": )" + pieces +
+                               R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
+        return Cond(Has(d, step.field),
+                    Cond(IsDocument(sub), Cond(R"({"$eq": [)" + Size(moved) + ", 0]}", d, Object(flattened)), "null"), d);
+      }
+      case Kind::kRemove:
+        return Object(FilterKeys(Entries(d), NameList(step.fields), false));
+    }
+    return d;
+  }
+
+  const VersionedRule& rule_;
+  int names_ = 0;
+};
+
+Text AtVersion(const VersionedRule& rule, int32_t number) {
+  const Text stored = Q("$" + rule.field);
+  Text test = R"({"$eq": [)" + stored + ", " + std::to_string(number) + "]}";
+  if (number == rule.first()) test = R"({"$or": [)" + IsNull(R"({"$ifNull": [)" + stored + ", null]}") + ", " + test + "]}";
+  return test;
+}
+
+std::string VersionList(const VersionedRule& rule) {
+  std::string older = "null";
+  for (const DocumentVersion& version : rule.versions)
+    if (version.number != rule.current()) older += ", " + std::to_string(version.number);
+  return "[" + older + "]";
+}
+
+}  // namespace
+
+std::vector<Doc> UpgradeStages(const VersionedRule& rule) {
+  std::vector<Doc> stages;
+  for (size_t i = 1; i < rule.versions.size(); ++i) {
+    const Text stage = R"({"$replaceRoot": {"newRoot": )" +
+                       Cond(AtVersion(rule, rule.versions[i - 1].number), UpgradeText(rule).Version(i), R"("$$ROOT")") +
+                       "}}";
+    std::string error;
+    std::optional<Doc> doc = Doc::FromJson(stage, &error);
+    if (!doc) throw std::logic_error("versioned view: " + error);  // the text above is well formed
+    stages.push_back(std::move(*doc));
+  }
+  return stages;
+}
+
+std::string OlderVersionsFilter(const VersionedRule& rule) {
+  return "{" + Q(rule.field) + R"(: {"$in": )" + VersionList(rule) + "}}";
+}
+
+std::string NotOlderFilter(const VersionedRule& rule) {
+  return "{" + Q(rule.field) + R"(: {"$nin": )" + VersionList(rule) + "}}";
+}
+
+}  // namespace remold

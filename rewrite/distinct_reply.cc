@@ -1,0 +1,66 @@
+#include "rewrite/distinct_reply.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rewrite/bson_compare.h"
+
+namespace remold {
+namespace {
+
+// Appends under `key` the values of both arrays, each value once, in
+// MongoDB's order.
+void AppendMergedValues(bson_t* out, const char* key, const std::optional<bson_iter_t>& first,
+                        const std::optional<bson_iter_t>& second) {
+  std::vector<bson_iter_t> values;
+  for (const auto& array : {first, second}) {
+    bson_iter_t copy, child;
+    if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) continue;
+    copy = *array;
+    if (!bson_iter_recurse(&copy, &child)) continue;
+    while (bson_iter_next(&child)) values.push_back(child);
+  }
+  auto less = [](const bson_iter_t& a, const bson_iter_t& b) { return CompareBsonValues(a, b) < 0; };
+  auto same = [](const bson_iter_t& a, const bson_iter_t& b) { return CompareBsonValues(a, b) == 0; };
+  std::sort(values.begin(), values.end(), less);
+  values.erase(std::unique(values.begin(), values.end(), same), values.end());
+  bson_t array;
+  bson_append_array_begin(out, key, -1, &array);
+  for (size_t i = 0; i < values.size(); ++i) AppendValue(&array, std::to_string(i), values[i]);
+  bson_append_array_end(out, &array);
+}
+
+}  // namespace
+
+Doc DistinctReply(std::span<const Doc> replies) {
+  Doc out;
+  auto cursor = FindDocument(replies.front().get(), "cursor");
+  auto batch = cursor ? Find(cursor->get(), "firstBatch") : std::nullopt;
+  std::vector<Doc> docs = batch ? ArrayDocuments(*batch) : std::vector<Doc>();
+  std::optional<bson_iter_t> values;
+  if (!docs.empty()) values = Find(docs.front().get(), "values");
+  std::optional<bson_iter_t> more;
+  if (replies.size() > 1) more = Find(replies[1].get(), "values");
+  AppendMergedValues(out.mut(), "values", values, more);
+  for (const char* key : {"$clusterTime", "operationTime"}) {
+    if (auto v = Find(replies.front().get(), key)) AppendValue(out.mut(), key, *v);
+  }
+  BSON_APPEND_DOUBLE(out.mut(), "ok", 1.0);
+  return out;
+}
+
+std::vector<Doc> DistinctStages(const std::string& key) {
+  Doc unwind, unwind_stage, group, add, group_stage;
+  AppendString(unwind.mut(), "path", "$" + key);
+  BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
+  AppendDoc(unwind_stage.mut(), "$unwind", unwind);
+  BSON_APPEND_NULL(group.mut(), "_id");
+  AppendString(add.mut(), "$addToSet", "$" + key);
+  AppendDoc(group.mut(), "values", add);
+  AppendDoc(group_stage.mut(), "$group", group);
+  return {std::move(unwind_stage), std::move(group_stage)};
+}
+
+}  // namespace remold
