@@ -17,6 +17,9 @@
 //       // set when reads through remold handle both forms now, so that the
 //       // documents can move while the application runs: the form writes
 //       // through remold store meanwhile
+//   MigrationWords WordsOf(const R&, MigrationDirection);
+//       // how the report names the form documents are left in, and what
+//       // the operator may do once none is left
 //
 // A pattern whose rule form moves no document but keeps values derived from
 // other documents (the documents stay as written) migrates by filling
@@ -78,11 +81,18 @@ struct MovedBatch {
   std::vector<std::pair<size_t, std::string>> failed;
 };
 
+// For the report of a document migration.
+struct MigrationWords {
+  std::string source_form;  // "the flat form"
+  std::string when_done;    // "`migrating: true` can be removed from the rule"
+};
+
 template <typename R>
 concept DocumentMigration = requires(const R& rule, const bson_t* document, std::string* why) {
   { DocumentsToMigrate(rule, MigrationDirection::kToRule) } -> std::same_as<std::string>;
   { MigratedDocument(rule, document, MigrationDirection::kToRule, why) } -> std::same_as<std::optional<Doc>>;
   { MigratingTo(rule) } -> std::same_as<std::optional<MigrationDirection>>;
+  { WordsOf(rule, MigrationDirection::kToRule) } -> std::same_as<MigrationWords>;
 };
 
 template <typename R>

@@ -31,5 +31,10 @@ std::string DocumentsToMigrate(const AttributeRule& rule, MigrationDirection dir
 std::optional<Doc> MigratedDocument(const AttributeRule& rule, const bson_t* document,
                                     MigrationDirection direction, std::string* why);
 inline std::optional<MigrationDirection> MigratingTo(const AttributeRule& rule) { return rule.migrating; }
+inline MigrationWords WordsOf(const AttributeRule&, MigrationDirection direction) {
+  if (direction == MigrationDirection::kToRule)
+    return {"the flat form", "`migrating: true` can be removed from the rule"};
+  return {"the rule's form", "the rule can be retired or changed"};
+}
 
 }  // namespace remold

@@ -19,5 +19,9 @@ std::string DocumentsToMigrate(const VersionedRule& rule, MigrationDirection dir
 std::optional<Doc> MigratedDocument(const VersionedRule& rule, const bson_t* document,
                                     MigrationDirection direction, std::string* why);
 inline std::optional<MigrationDirection> MigratingTo(const VersionedRule&) { return MigrationDirection::kToRule; }
+inline MigrationWords WordsOf(const VersionedRule&, MigrationDirection) {
+  return {"an older version",
+          "older versions are read no more once no writer stores them: their upgrade steps can then go"};
+}
 
 }  // namespace remold

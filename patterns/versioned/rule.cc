@@ -257,8 +257,15 @@ std::string VersionedRule::OnAddition() const {
          std::to_string(first()) + " and upgraded on every read until `remold migrate` stores them upgraded";
 }
 
+std::string VersionedRule::OlderVersionValues() const {
+  std::string older = "null";
+  for (const DocumentVersion& version : versions)
+    if (version.number != current()) older += ", " + std::to_string(version.number);
+  return "[" + older + "]";
+}
+
 std::string VersionedRule::Unconverted() const {
-  return "{\"" + field + "\": {\"$ne\": " + std::to_string(current()) + "}}";
+  return "{\"" + field + "\": {\"$in\": " + OlderVersionValues() + "}}";
 }
 
 }  // namespace remold

@@ -79,8 +79,11 @@ struct VersionedRule {
   std::string Describe() const;
   std::string OnRemoval() const;
   std::string OnAddition() const;
-  // Documents not at the current version, as a filter (Extended JSON).
+  // Documents at an older version, as a filter (Extended JSON).
   std::string Unconverted() const;
+  // The stored values of older versions, as a JSON array: null (and a
+  // missing field) for the first, then each older version's number.
+  std::string OlderVersionValues() const;
 };
 
 }  // namespace remold

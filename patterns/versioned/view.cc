@@ -203,13 +203,6 @@ Text AtVersion(const VersionedRule& rule, int32_t number) {
   return test;
 }
 
-std::string VersionList(const VersionedRule& rule) {
-  std::string older = "null";
-  for (const DocumentVersion& version : rule.versions)
-    if (version.number != rule.current()) older += ", " + std::to_string(version.number);
-  return "[" + older + "]";
-}
-
 }  // namespace
 
 std::vector<Doc> UpgradeStages(const VersionedRule& rule) {
@@ -226,12 +219,10 @@ std::vector<Doc> UpgradeStages(const VersionedRule& rule) {
   return stages;
 }
 
-std::string OlderVersionsFilter(const VersionedRule& rule) {
-  return "{" + Q(rule.field) + R"(: {"$in": )" + VersionList(rule) + "}}";
-}
+std::string OlderVersionsFilter(const VersionedRule& rule) { return rule.Unconverted(); }
 
 std::string NotOlderFilter(const VersionedRule& rule) {
-  return "{" + Q(rule.field) + R"(: {"$nin": )" + VersionList(rule) + "}}";
+  return "{" + Q(rule.field) + R"(: {"$nin": )" + rule.OlderVersionValues() + "}}";
 }
 
 }  // namespace remold

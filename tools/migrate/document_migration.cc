@@ -14,7 +14,7 @@ int MigrateDocuments(const MigrationRequest& request, const DocumentConverter& c
   const bool to_rule = request.to_rule();
   std::ostream& out = request.out;
   out << "migrate: rule " << rule.name << " (" << rule.pattern_name() << ", " << ns.full() << "): "
-      << (to_rule ? "flat documents into the rule's form" : "documents back to the flat form")
+      << (to_rule ? "documents into the rule's form" : "documents back to the flat form")
       << (request.pass.dry_run ? " (dry run: nothing is written)" : "") << "\n"
       << note;
   std::unique_ptr<BackendClient> backend = ConnectBackend(request.config, "remold-migrate");
@@ -42,13 +42,10 @@ int MigrateDocuments(const MigrationRequest& request, const DocumentConverter& c
   }
   out << "migrate: converted " << WithThousands(outcome.converted) << " document(s) in " << FormatSeconds(seconds)
       << " (" << FormatRate(outcome.converted, seconds) << "); " << WithThousands(outcome.failed)
-      << " cannot be converted; " << WithThousands(outcome.left) << " left in the "
-      << (to_rule ? "flat" : "rule's") << " form\n";
+      << " cannot be converted; " << WithThousands(outcome.left) << " left in " << converter.source_form << "\n";
   if (outcome.left == 0) {
     out << "migrate: done: every document of " << ns.full() << " is in the "
-        << (to_rule ? "rule's form; `migrating: true` can be removed from the rule"
-                    : "flat form; the rule can be retired or changed")
-        << "\n";
+        << (to_rule ? "rule's form; " : "flat form; ") << converter.when_done << "\n";
     return kMigrationDone;
   }
   out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "

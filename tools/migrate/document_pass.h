@@ -29,6 +29,8 @@ namespace remold {
 struct DocumentConverter {
   Doc source;  // the filter of the documents still to convert
   std::function<std::optional<Doc>(const Doc& document, std::string* why)> convert;
+  std::string source_form;  // "the flat form", "an older version": where documents are left
+  std::string when_done;    // what the operator may do once none is left
 };
 
 struct PassOptions {

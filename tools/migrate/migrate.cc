@@ -135,9 +135,12 @@ DocumentConverter ConverterFor(const Rule& rule, const R& pattern, MigrationDire
   std::string error;
   std::optional<Doc> source = Doc::FromJson(source_filter, &error);
   if (!source) throw std::logic_error("rule '" + rule.name + "': bad migration filter: " + error);
-  return DocumentConverter{*source, [pattern, direction](const Doc& document, std::string* why) {
+  const MigrationWords words = WordsOf(pattern, direction);
+  return DocumentConverter{*source,
+                           [pattern, direction](const Doc& document, std::string* why) {
                              return MigratedDocument(pattern, document.get(), direction, why);
-                           }};
+                           },
+                           words.source_form, words.when_done};
 }
 
 // Runs the migration of the request's rule, by the migration part its

@@ -1,0 +1,335 @@
+"""The versioned rule (patterns/versioned/): documents at three versions,
+read through remold at the current one.
+
+The oracle is a plain collection holding every document already upgraded,
+by the upgrade written out below in Python from the rule's steps; each read
+through remold is compared with the same read of the oracle, and each write
+goes to both. Users are seeded straight into the backend at versions 1, 2
+and 3 (and a few an upgrade cannot apply to, which reads return as stored);
+queries name fields that an upgrade renamed, computed, converted or moved.
+Eight clients then read (each read stores what it upgraded: write_back)
+and write at once, and `remold migrate` upgrades the rest.
+"""
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+
+import pymongo
+import pytest
+
+from conftest import NO_PROXY
+from migration_support import drop_database_after_kills
+from test_rules import run_remold
+
+pytestmark = pytest.mark.skipif(NO_PROXY, reason="needs remold's rules")
+
+RULE = """namespace: {db}.users
+pattern: versioned
+versioned:
+  field: schemaVersion
+  write_back: true
+  versions:
+    - version: 1
+    - version: 2
+      upgrade:
+        - compute: {{field: firstName, expression: {{part: {{of: name, by: " ", index: 0}}}}}}
+        - compute: {{field: lastName, expression: {{part: {{of: name, by: " ", index: -1}}}}}}
+        - remove: name
+        - default: {{field: country, value: US}}
+    - version: 3
+      upgrade:
+        - rename: {{from: zip, to: postcode}}
+        - convert: {{field: postcode, to: string}}
+        - move: {{fields: [street, city], into: address}}
+"""
+
+FIRST = ["Ana", "Ben", "Cy", "Dee", "Eli"]
+LAST = ["Rao", "Ito", "Lu", "Moss"]
+CITIES = ["Oslo", "Kyoto", "Lima"]
+CLIENTS = 8
+N_USERS = 400
+
+
+def set_field(doc: dict, key: str, value) -> None:
+    """Sets `key` in its place, or last (as the upgrade does)."""
+    doc[key] = value
+
+
+def upgrade(stored: dict) -> dict:
+    """The rule's upgrade, as the README states it."""
+    version = stored.get("schemaVersion")
+    version = 1 if version is None else version
+    if version not in (1, 2, 3):
+        return dict(stored)
+    doc = dict(stored)
+    if version == 1:
+        name = doc.get("name")
+        if name is not None and not isinstance(name, str):
+            return doc  # the name is not a string: it stays at version 1
+        nxt = dict(doc)
+        parts = name.split(" ") if name is not None else None
+        set_field(nxt, "firstName", parts[0] if parts else None)
+        set_field(nxt, "lastName", parts[-1] if parts else None)
+        nxt.pop("name", None)
+        if "country" not in nxt:
+            nxt["country"] = "US"
+        set_field(nxt, "schemaVersion", 2)
+        doc, version = nxt, 2
+    if version == 2:
+        nxt = {}
+        for key, value in doc.items():  # the rename keeps the place
+            if key == "postcode" and "zip" in doc:
+                continue
+            nxt["postcode" if key == "zip" else key] = value
+        code = nxt.get("postcode")
+        if isinstance(code, (int, float)) and not isinstance(code, bool) and code == int(code) \
+                and abs(code) < 2 ** 53:
+            nxt["postcode"] = str(int(code))
+        moved = [(k, v) for k, v in nxt.items() if k in ("street", "city")]
+        if moved:
+            address = nxt.get("address", {})
+            if not isinstance(address, dict):
+                return doc  # nowhere to move them: it stays at version 2
+            inner = {k: v for k, v in address.items() if k not in dict(moved)}
+            inner.update(moved)
+            nxt = {k: v for k, v in nxt.items() if k not in ("street", "city")}
+            set_field(nxt, "address", inner)
+        set_field(nxt, "schemaVersion", 3)
+        doc = nxt
+    return doc
+
+
+def stored_user(i: int, rng: random.Random) -> dict:
+    """A user as some version of the application stored it."""
+    name = f"{rng.choice(FIRST)} {rng.choice(LAST)}" if rng.random() < 0.7 else rng.choice(LAST)
+    owner = i % CLIENTS
+    kind = rng.random()
+    if kind < 0.4:  # version 1: no version field
+        doc = {"_id": i, "owner": owner, "name": name, "zip": rng.choice([rng.randrange(10000, 99999), 7.0, 2.5]),
+               "street": f"{i} Main", "city": rng.choice(CITIES), "age": rng.randrange(18, 90)}
+        if rng.random() < 0.1:
+            doc.pop("street")
+        if rng.random() < 0.05:
+            doc["name"] = 42  # an upgrade cannot apply
+    elif kind < 0.7:
+        first, _, last = name.partition(" ")
+        doc = {"_id": i, "owner": owner, "schemaVersion": 2, "firstName": first, "lastName": last or first,
+               "country": rng.choice(["JP", "PE"]), "zip": f"Z{i}", "city": rng.choice(CITIES),
+               "age": rng.randrange(18, 90)}
+        if rng.random() < 0.05:
+            doc["address"] = "unknown"  # not a document to move into
+    else:
+        first, _, last = name.partition(" ")
+        doc = {"_id": i, "owner": owner, "firstName": first, "lastName": last or first, "country": "NO",
+               "postcode": str(i), "address": {"city": rng.choice(CITIES)}, "age": rng.randrange(18, 90),
+               "schemaVersion": 3}
+        if rng.random() < 0.03:
+            doc["schemaVersion"] = 9  # a version the rule does not know: read as stored
+    return doc
+
+
+QUERIES = [
+    {"lastName": "Rao"},
+    {"firstName": {"$in": ["Ana", "Eli"]}, "age": {"$gte": 40}},
+    {"postcode": {"$regex": "^1"}},
+    {"address.city": "Oslo"},
+    {"country": "US"},
+    {"schemaVersion": 3},
+    {"name": {"$exists": True}},
+    {"$or": [{"lastName": "Lu"}, {"postcode": "Z7"}]},
+    {"age": {"$lt": 30}},
+    {},
+]
+
+
+def rule_dir(tmp_path: Path, db: str) -> Path:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "users.yaml").write_text(RULE.format(db=db))
+    return rules
+
+
+def by_id(docs) -> list[dict]:
+    return sorted(docs, key=lambda d: d["_id"])
+
+
+def compare_reads(through, oracle, query: dict) -> list[str]:
+    problems = []
+    got, want = by_id(through.find(query)), by_id(oracle.find(query))
+    if got != want:
+        problems.append(f"find {query}: {[d['_id'] for d in got][:8]} vs {[d['_id'] for d in want][:8]}; "
+                        f"first difference {next(((g, w) for g, w in zip(got, want) if g != w), None)}")
+    if through.count_documents(query) != len(want):
+        problems.append(f"count {query}: {through.count_documents(query)} vs {len(want)}")
+    for key in ("lastName", "address.city", "postcode"):
+        got_values = sorted(map(repr, through.distinct(key, query)))
+        want_values = sorted(map(repr, oracle.distinct(key, query)))
+        if got_values != want_values:
+            problems.append(f"distinct {key} {query}: {got_values[:6]} vs {want_values[:6]}")
+    sorted_got = [d["_id"] for d in through.find(query, {"lastName": 1}).sort([("lastName", 1), ("_id", 1)]).limit(7)]
+    sorted_want = [d["_id"] for d in oracle.find(query, {"lastName": 1}).sort([("lastName", 1), ("_id", 1)]).limit(7)]
+    if sorted_got != sorted_want:
+        problems.append(f"sorted {query}: {sorted_got} vs {sorted_want}")
+    pipeline = [{"$match": query}, {"$group": {"_id": "$country", "n": {"$sum": 1}, "age": {"$sum": "$age"}}},
+                {"$sort": {"_id": 1}}]
+    if list(through.aggregate(pipeline)) != list(oracle.aggregate(pipeline)):
+        problems.append(f"aggregate {query}")
+    return problems
+
+
+def test_versioned_reads_writes_write_back_and_migrate(private_remold, backend, direct_client, db_name, tmp_path):
+    database = direct_client[db_name]
+    rng = random.Random(3)
+    seed = [stored_user(i, rng) for i in range(N_USERS)]
+    database.users.insert_many([dict(d) for d in seed])
+    database.users_oracle.insert_many([upgrade(d) for d in seed])
+    rules = rule_dir(tmp_path, db_name)
+    older = {"schemaVersion": {"$in": [None, 1, 2]}}
+    stuck = [d for d in seed if d.get("schemaVersion") in (None, 1, 2) and upgrade(d).get("schemaVersion") != 3]
+    try:
+        older_seeded = database.users.count_documents(older)
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        client = pymongo.MongoClient(remold.uri)
+        users = client[db_name].users
+        oracle = database.users_oracle
+
+        # Every document at the current version, field order included, and
+        # what an upgrade cannot apply to as stored.
+        got = list(users.find({"owner": 0}).sort("_id", 1))
+        want = [upgrade(d) for d in seed if d["owner"] == 0]
+        assert [list(d.items()) for d in got] == [list(d.items()) for d in want]
+        problems = []
+        for query in QUERIES:
+            problems += compare_reads(users, oracle, query)
+        assert not problems, problems[:5]
+        # Every document read was stored upgraded, but those a step cannot apply to.
+        assert database.users.count_documents(older) == len(stuck), (older_seeded, len(stuck))
+
+        # Eight clients at once, each on the users it owns: reads store what
+        # they upgraded, writes land on the current shape.
+        wrong: list[str] = []
+        errors: list[str] = []
+        counts = {"reads": 0, "writes": 0}
+
+        def run(owner: int) -> None:
+            local = random.Random(owner)
+            mine = pymongo.MongoClient(remold.uri)[db_name].users
+            next_id = 10_000 + owner * 1_000
+            try:
+                for _ in range(60):
+                    kind = local.random()
+                    ids = [i for i in range(owner, N_USERS, CLIENTS)]
+                    if kind < 0.35:
+                        query = dict(local.choice(QUERIES), owner=owner)
+                        got = by_id(mine.find(query))
+                        want = by_id(oracle.find(query))
+                        if got != want:
+                            wrong.append(f"{query}: {[d['_id'] for d in got][:6]} vs {[d['_id'] for d in want][:6]}")
+                        counts["reads"] += 1
+                        continue
+                    if kind < 0.55:
+                        target = {"_id": local.choice(ids)}
+                        update = {"$set": {"lastName": local.choice(LAST)}, "$inc": {"visits": 1}}
+                    elif kind < 0.7:
+                        target = {"owner": owner, "postcode": {"$regex": f"^{local.randrange(10)}"}}
+                        update = {"$inc": {"age": 1}}
+                        many = mine.update_many(target, update).matched_count
+                        if many != oracle.update_many(target, update).matched_count:
+                            wrong.append(f"update_many {target}: {many}")
+                        counts["writes"] += 1
+                        continue
+                    elif kind < 0.8:
+                        doc = {"_id": next_id, "owner": owner, "firstName": "New", "lastName": local.choice(LAST),
+                               "postcode": "1", "address": {"city": "Oslo"}}
+                        next_id += 1
+                        mine.insert_one(dict(doc))
+                        oracle.insert_one(dict(doc, schemaVersion=3))
+                        counts["writes"] += 1
+                        continue
+                    elif kind < 0.88:
+                        # An older writer still stores version 1: read upgraded.
+                        doc = {"_id": next_id, "owner": owner, "schemaVersion": 1, "name": "Old Writer", "zip": 5}
+                        next_id += 1
+                        mine.insert_one(dict(doc))
+                        oracle.insert_one(upgrade(doc))
+                        counts["writes"] += 1
+                        continue
+                    elif kind < 0.94:
+                        # One user, by a renamed field: which of several a
+                        # deleteOne takes is the server's choice.
+                        target = {"_id": local.choice(ids), "lastName": local.choice(LAST)}
+                        a, b = mine.delete_one(target).deleted_count, oracle.delete_one(target).deleted_count
+                        if a != b:
+                            wrong.append(f"delete_one {target}: {a} vs {b}")
+                        counts["writes"] += 1
+                        continue
+                    else:
+                        target = {"_id": 20_000 + owner, "owner": owner}
+                        update = {"$set": {"lastName": "Upserted"}}
+                        mine.update_one(target, update, upsert=True)
+                        oracle.update_one(target, {"$set": {"lastName": "Upserted"},
+                                                   "$setOnInsert": {"schemaVersion": 3}}, upsert=True)
+                        counts["writes"] += 1
+                        continue
+                    a = mine.update_one(target, update).matched_count
+                    b = oracle.update_one(target, update).matched_count
+                    if a != b:
+                        wrong.append(f"update_one {target}: {a} vs {b}")
+                    counts["writes"] += 1
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(f"client {owner}: {type(exc).__name__}: {exc}")
+
+        threads = [threading.Thread(target=run, args=(owner,)) for owner in range(CLIENTS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not errors, errors
+        assert not wrong, wrong[:5]
+        older_after = database.users.count_documents(older)  # older writers stored version 1 meanwhile
+
+        everything = by_id(users.find())
+        assert everything == by_id(oracle.find()), \
+            next(((g, w) for g, w in zip(everything, by_id(oracle.find())) if g != w), None)
+
+        # remold migrate upgrades the rest; those a step cannot apply to stay.
+        migrate = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "users",
+                             timeout=120)
+        cannot = [d for d in database.users.find(older) if upgrade(d).get("schemaVersion") != 3]
+        assert migrate.returncode == (1 if cannot else 0), migrate.stdout + migrate.stderr
+        assert f"{len(cannot)} left in an older version" in migrate.stdout, migrate.stdout
+        assert database.users.count_documents(older) == len(cannot)
+        assert by_id(users.find()) == by_id(oracle.find())
+        for query in QUERIES:
+            problems += compare_reads(users, oracle, query)
+        assert not problems, problems[:5]
+        print(f"\nversioned: {N_USERS} users at 3 versions, {counts['reads']} reads and {counts['writes']} writes "
+              f"from {CLIENTS} clients; {older_seeded - len(stuck)} of {older_seeded} older ones stored upgraded by reads, "
+              f"{older_after - len(cannot)} by migrate, {len(cannot)} cannot upgrade; 0 wrong")
+    finally:
+        drop_database_after_kills(direct_client, db_name)
+
+
+def test_versioned_refusals_and_migrate_back(private_remold, backend, direct_client, db_name, tmp_path):
+    rules = rule_dir(tmp_path, db_name)
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        users = pymongo.MongoClient(remold.uri)[db_name].users
+        users.insert_one({"_id": 1, "firstName": "A"})
+        assert direct_client[db_name].users.find_one({"_id": 1})["schemaVersion"] == 3  # stamped
+        with pytest.raises(pymongo.errors.OperationFailure) as unknown:
+            users.insert_one({"_id": 2, "schemaVersion": 7})
+        assert unknown.value.code == 2 and "one of the rule's versions" in str(unknown.value)
+        with pytest.raises(pymongo.errors.OperationFailure) as change:
+            users.update_one({"_id": 1}, {"$set": {"schemaVersion": 1}})
+        assert change.value.code == 72 and "remold keeps each document's version" in str(change.value)
+        assert users.find_one({"_id": 1}) == {"_id": 1, "firstName": "A", "schemaVersion": 3}
+        back = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "users",
+                          "--to", "flat")
+        assert back.returncode == 2 and "only move forward" in back.stderr, back.stderr
+        check = run_remold("check", str(rules))
+        assert "versions 1..3 in 'schemaVersion', write-back" in check.stdout, check.stdout
+    finally:
+        drop_database_after_kills(direct_client, db_name)
