@@ -2,15 +2,16 @@
 in one run (bench/README.md).
 
 Seeds N flat documents straight into the backend (--pattern attribute:
-products; bucket: readings of 50 sensors over a day), then times:
+products; bucket: readings of 50 sensors over a day; versioned: users at
+version 1), then times:
   - a plain copy: read every document and insert it into another collection,
     in batches of --batch (pymongo: find, insert_many);
   - `remold migrate` of a rule over the same documents, to the rule's form,
     with the same batch size (attribute: converted in place; bucket: moved
-    into buckets of the bucket collection).
+    into buckets of the bucket collection; versioned: upgraded in place).
 Prints documents per second for each and their ratio.
 
-Usage: .venv/bin/python bench/migrate_run.py [--build build] [--pattern attribute|bucket]
+Usage: .venv/bin/python bench/migrate_run.py [--build build] [--pattern attribute|bucket|versioned]
                                              [--n 10000] [--batch 500]
 A backend: REMOLD_BENCH_BACKEND=mongodb://..., else a mongo-java-server is
 started here. On the stand-in, a guarded replacement ({_id, $expr}) scans the
@@ -46,7 +47,7 @@ def start_backend() -> tuple[str, subprocess.Popen]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
-    parser.add_argument("--pattern", choices=["attribute", "bucket"], default="attribute")
+    parser.add_argument("--pattern", choices=["attribute", "bucket", "versioned"], default="attribute")
     parser.add_argument("--n", type=int, default=10000)
     parser.add_argument("--batch", type=int, default=500)
     args = parser.parse_args()
@@ -64,6 +65,17 @@ def main() -> None:
                      "screen_in": 13 + i % 5} for i in range(args.n)]
             rule = (f"namespace: {db.name}.products\npattern: attribute\nattribute:\n"
                     "  fields: [ram_gb, color, screen_in]\n  migrating: true\n")
+        elif args.pattern == "versioned":
+            name = "users"
+            docs = [{"_id": i, "name": f"First{i} Last{i % 97}", "zip": 10000 + i, "street": f"{i} Main",
+                     "city": ["Oslo", "Lima"][i % 2]} for i in range(args.n)]
+            rule = (f"namespace: {db.name}.users\npattern: versioned\nversioned:\n  versions:\n"
+                    "    - version: 1\n    - version: 2\n      upgrade:\n"
+                    "        - compute: {field: first, expression: {part: {of: name, by: \" \", index: 0}}}\n"
+                    "        - compute: {field: last, expression: {part: {of: name, by: \" \", index: -1}}}\n"
+                    "        - remove: name\n        - rename: {from: zip, to: postcode}\n"
+                    "        - convert: {field: postcode, to: string}\n"
+                    "        - move: {fields: [street, city], into: address}\n")
         else:
             name = "readings"
             start_at = datetime.datetime(2026, 3, 1)
@@ -97,6 +109,8 @@ def main() -> None:
             raise SystemExit(f"remold migrate failed ({result.returncode}):\n{result.stdout}{result.stderr}")
         if args.pattern == "attribute":
             converted = db.products.count_documents({"specs": {"$exists": True}})
+        elif args.pattern == "versioned":
+            converted = db.users.count_documents({"schemaVersion": 2})
         else:
             assert db.readings.count_documents({}) == 0
             converted = next(db.readings_buckets.aggregate([{"$group": {"_id": None, "n": {"$sum": "$count"}}}]))["n"]

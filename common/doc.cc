@@ -155,6 +155,12 @@ void AppendArray(bson_t* out, std::string_view key, const std::vector<Doc>& docs
   bson_append_array_end(out, &array);
 }
 
+Doc Stage(std::string_view name, const Doc& spec) {
+  Doc stage;
+  AppendDoc(stage.mut(), name, spec);
+  return stage;
+}
+
 std::string JsonQuote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {

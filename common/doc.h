@@ -62,6 +62,9 @@ void AppendDoc(bson_t* out, std::string_view key, const Doc& doc);
 void AppendArray(bson_t* out, std::string_view key, const std::vector<Doc>& docs);
 void AppendString(bson_t* out, std::string_view key, std::string_view value);
 
+// {name: spec}: a pipeline stage.
+Doc Stage(std::string_view name, const Doc& spec);
+
 // `text` as a JSON string literal, quotes included (for pipelines built as
 // Extended JSON text).
 std::string JsonQuote(std::string_view text);

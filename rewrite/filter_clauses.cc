@@ -36,6 +36,20 @@ void TopLevelClauses(const bson_t* filter, std::vector<Doc>& out) {
   }
 }
 
+Doc IdIn(const std::vector<Doc>& documents) {
+  Doc in, by_id;
+  bson_t array;
+  BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+  size_t i = 0;
+  for (const Doc& document : documents) {
+    bson_iter_t id;
+    if (bson_iter_init_find(&id, document.get(), "_id")) AppendValue(&array, std::to_string(i++), id);
+  }
+  bson_append_array_end(in.mut(), &array);
+  AppendDoc(by_id.mut(), "_id", in);
+  return by_id;
+}
+
 Doc JoinClauses(std::vector<Doc> clauses) {
   std::set<std::string> keys;
   bool distinct = true;

@@ -15,4 +15,7 @@ void TopLevelClauses(const bson_t* filter, std::vector<Doc>& out);
 // One-key clauses merged into one filter, or under $and when keys repeat.
 Doc JoinClauses(std::vector<Doc> clauses);
 
+// {_id: {$in: [the _id of each document]}} (documents without one skipped).
+Doc IdIn(const std::vector<Doc>& documents);
+
 }  // namespace remold

@@ -5,11 +5,6 @@
 namespace remold {
 namespace {
 
-Doc Stage(std::string_view name, const Doc& spec) {
-  Doc stage;
-  AppendDoc(stage.mut(), name, spec);
-  return stage;
-}
 
 Doc IntegerStage(const char* name, int64_t value) {
   Doc stage;

@@ -99,7 +99,7 @@ Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int round
   };
   out.then = PreludeRound{std::move(first), std::move(next), std::move(start_inner), std::max(rounds, 1)};
   out.shape = [inner, offset](std::span<const Doc> replies) {
-    if (*offset == 0) return ShapedReply{replies.back()};  // stopped in the prelude
+    if (*offset == 0) return ShapedReply{replies.back(), {}, {}, {}, {}};  // stopped in the prelude
     return inner->shape(replies.subspan(std::min(*offset, replies.size())));
   };
   return out;

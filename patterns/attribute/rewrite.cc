@@ -20,11 +20,6 @@ std::string FirstComponent(std::string_view path) {
   return std::string(path.substr(0, path.find('.')));
 }
 
-Doc Stage(std::string_view name, const Doc& spec) {
-  Doc stage;
-  AppendDoc(stage.mut(), name, spec);
-  return stage;
-}
 
 class AttributeRewriter {
  public:

@@ -5,6 +5,7 @@
 
 #include "patterns/attribute/migration.h"
 #include "patterns/attribute/rewrite.h"
+#include "rewrite/filter_clauses.h"
 #include "rewrite/plan.h"
 #include "rewrite/unchanged_guard.h"
 
@@ -47,16 +48,7 @@ struct UpdateSteps {
   }
 
   Doc Pinned(const std::vector<Doc>& ids, bool still_matching) const {
-    Doc in, by_id;
-    bson_t array;
-    BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      bson_iter_t id;
-      bson_iter_init_find(&id, ids[i].get(), "_id");
-      AppendValue(&array, std::to_string(i), id);
-    }
-    bson_append_array_end(in.mut(), &array);
-    AppendDoc(by_id.mut(), "_id", in);
+    Doc by_id = IdIn(ids);
     if (!still_matching || filter.empty()) return by_id;
     Doc both;
     AppendArray(both.mut(), "$and", {by_id, filter});

@@ -17,11 +17,6 @@ namespace remold {
 namespace {
 
 
-Doc Stage(std::string_view name, const Doc& spec) {
-  Doc stage;
-  AppendDoc(stage.mut(), name, spec);
-  return stage;
-}
 
 // The bucket-level predicates that `filter` allows, then the view.
 std::vector<Doc> UnpackStages(const BucketRule& rule, const bson_t* filter) {

@@ -1,5 +1,7 @@
 #include "patterns/expression/evaluate.h"
 
+#include "common/doc.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -603,22 +605,7 @@ std::string DescribeValue(const ComputedValue& value) {
       if (text.find_first_of(".e") == std::string::npos) text += ".0";  // 3.0, not 3
       return text;
     }
-    std::string operator()(const std::string& s) const {
-      std::string out = "\"";
-      for (char c : s) {
-        if (c == '"' || c == '\\') {
-          out += '\\';
-          out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-          char escape[8];
-          std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
-          out += escape;
-        } else {
-          out += c;
-        }
-      }
-      return out + "\"";
-    }
+    std::string operator()(const std::string& s) const { return JsonQuote(s); }
     std::string operator()(DateMs d) const { return "Date(" + std::to_string(d.ms) + ")"; }
   } describe;
   return std::visit(describe, value);

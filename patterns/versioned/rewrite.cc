@@ -26,11 +26,6 @@ constexpr const char* kStoredField = "_remold_stored";
 
 std::string FirstComponent(std::string_view path) { return std::string(path.substr(0, path.find('.'))); }
 
-Doc Stage(std::string_view name, const Doc& spec) {
-  Doc stage;
-  AppendDoc(stage.mut(), name, spec);
-  return stage;
-}
 
 Doc Json(const std::string& text) { return *Doc::FromJson(text); }
 
@@ -171,30 +166,14 @@ class VersionedRewriter {
     const Command command = command_;
     const VersionedRule rule = v_;
     plan.then = [command, rule](std::span<const Doc> replies) {
-      std::vector<Doc> ids;
-      for (const Doc& document : BatchDocuments(replies.front())) {
-        bson_iter_t id;
-        if (!bson_iter_init_find(&id, document.get(), "_id")) continue;
-        Doc value;
-        AppendValue(value.mut(), "_id", id);
-        ids.push_back(std::move(value));
-      }
-      if (ids.empty()) return Step{};
-      Doc in, by_id;
-      bson_t array;
-      BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
-      for (size_t i = 0; i < ids.size(); ++i) {
-        bson_iter_t id;
-        bson_iter_init_find(&id, ids[i].get(), "_id");
-        AppendValue(&array, std::to_string(i), id);
-      }
-      bson_append_array_end(in.mut(), &array);
-      AppendDoc(by_id.mut(), "_id", in);
+      const std::vector<Doc> returned = BatchDocuments(replies.front());
+      const Doc by_id = IdIn(returned);
+      if (returned.empty()) return Step{};
       BackendCommand read;
       bson_t* body = read.body.mut();
       AppendString(body, "find", rule.logical.collection);
       AppendDoc(body, "filter", And({by_id, Json(OlderVersionsFilter(rule))}));
-      BSON_APPEND_INT64(body, "batchSize", static_cast<int64_t>(ids.size()));
+      BSON_APPEND_INT64(body, "batchSize", static_cast<int64_t>(returned.size()));
       BSON_APPEND_BOOL(body, "singleBatch", true);
       AppendString(body, "$db", rule.logical.db);
       read.may_fail = true;

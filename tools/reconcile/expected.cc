@@ -24,12 +24,6 @@ Doc Accumulator(std::string_view op, const std::string& field) {
   return accumulator;
 }
 
-Doc Stage(std::string_view name, const Doc& body) {
-  Doc stage;
-  AppendDoc(stage.mut(), name, body);
-  return stage;
-}
-
 Doc Pipeline(const std::vector<Doc>& stages) {
   Doc pipeline;
   AppendArray(pipeline.mut(), "pipeline", stages);

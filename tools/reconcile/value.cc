@@ -30,23 +30,6 @@ std::string FormatDouble(double d) {
   return text;
 }
 
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // 2026-01-02T03:04:05.678Z (UTC).
 std::string FormatDate(int64_t ms) {
   int64_t seconds = ms / 1000;
@@ -158,7 +141,7 @@ std::string Describe(const bson_iter_t* value) {
     case BSON_TYPE_UTF8: {
       uint32_t length = 0;
       const char* text = bson_iter_utf8(value, &length);
-      return Quote(std::string_view(text, length));
+      return JsonQuote(std::string_view(text, length));
     }
     default:
       return RelaxedJson(*value);
