@@ -122,14 +122,26 @@ class VersionedRewriter {
     return JoinClauses(std::move(clauses)) == PassingClauses(filter);
   }
 
+  // `clauses` (a filter) with `more` beside them at the top, where an
+  // index serves them.
+  static Doc Beside(const Doc& clauses, Doc more) {
+    std::vector<Doc> all;
+    TopLevelClauses(clauses.get(), all);
+    all.push_back(std::move(more));
+    return JoinClauses(std::move(all));
+  }
+
   // The $match before the upgrade stages for a read filtering on `filter`
   // (none when it is empty): current documents by the filter itself, older
-  // ones by the clauses the upgrade keeps.
+  // ones by the clauses the upgrade keeps, which stay at the top for both:
+  //   {<kept clauses>, $or: [{$and: [<not older>, <filter>]}, <older>]}
+  // A filter of kept clauses only is the same before the upgrade.
   std::vector<Doc> BeforeView(const Doc& filter) const {
     if (filter.empty()) return {};
-    Doc current = And({Json(NotOlderFilter(v_)), filter});
-    Doc older = And({Json(OlderVersionsFilter(v_)), PassingClauses(filter)});
-    return {Stage("$match", Or({std::move(current), std::move(older)}))};
+    if (PassesThrough(filter)) return {Stage("$match", filter)};
+    Doc split;
+    AppendArray(split.mut(), "$or", {And({Json(NotOlderFilter(v_)), filter}), Json(OlderVersionsFilter(v_))});
+    return {Stage("$match", Beside(PassingClauses(filter), std::move(split)))};
   }
 
   // A read's aggregate: `pipeline` after the upgrade.
@@ -183,8 +195,47 @@ class VersionedRewriter {
     };
   }
 
+  // A find of one batch (findOne) whose filter and sort name only fields
+  // no upgrade changes, without a projection: the stored documents it
+  // returns are the ones to return, upgraded here (Upgrade agrees with the
+  // view), and no getMore follows to see them stored.
+  bool UpgradesItsReply(const Doc& filter) const {
+    const bson_t* body = command_.body.get();
+    const bool one_batch = FindBool(body, "singleBatch").value_or(false) || FindInteger(body, "limit").value_or(0) < 0;
+    if (!one_batch || !PassesThrough(filter)) return false;
+    std::optional<Doc> projection = FindDocument(body, "projection");
+    if (projection && !projection->empty()) return false;
+    std::optional<Doc> sort = FindDocument(body, "sort");
+    return !sort || PassesThrough(*sort);
+  }
+
+  Plan FindUpgradingReply() const {
+    BackendCommand backend;
+    backend.body = command_.body;
+    Plan plan = Forwarded(std::move(backend));
+    const VersionedRule rule = v_;
+    plan.shape = [rule](std::span<const Doc> replies) {
+      Doc reply = RewriteCursorReply(replies.front(), [&](std::string_view key, const bson_iter_t& value, CursorOut cursor) {
+        if (key != "firstBatch" || !BSON_ITER_HOLDS_ARRAY(&value)) return false;
+        std::vector<Doc> documents;
+        for (const Doc& stored : ArrayDocuments(value)) documents.push_back(Upgrade(rule, stored.get()).document);
+        AppendArray(cursor.doc, key, documents);
+        return true;
+      });
+      return ShapedReply{std::move(reply), {}, {}, {}, {}};
+    };
+    if (v_.write_back && !InTransaction(command_)) {
+      const Command command = command_;
+      plan.then = [command, rule](std::span<const Doc> replies) {
+        return Step{UpgradeWrites(command, rule, replies.front(), true), {}};
+      };
+    }
+    return plan;
+  }
+
   std::optional<Plan> FindCommand() const {
     const Doc filter = FindDocument(command_.body.get(), "filter").value_or(Doc());
+    if (UpgradesItsReply(filter)) return FindUpgradingReply();
     FindPipeline parts;
     parts.before_view = BeforeView(filter);
     parts.view = UpgradeStages(v_);
@@ -388,7 +439,9 @@ class VersionedRewriter {
     }
     std::vector<Doc> pipeline;
     Doc older = Json(OlderVersionsFilter(v_));
-    pipeline.push_back(Stage("$match", every_filter_selects ? And({older, Or(passing)}) : older));
+    if (!every_filter_selects) pipeline.push_back(Stage("$match", older));
+    else if (passing.size() == 1) pipeline.push_back(Stage("$match", Beside(passing.front(), std::move(older))));
+    else pipeline.push_back(Stage("$match", And({older, Or(passing)})));
     pipeline.push_back(Json(std::string(R"({"$replaceRoot": {"newRoot": {"$mergeObjects": ["$$ROOT", {")") +
                             kStoredField + R"(": "$$ROOT"}]}}})"));
     for (Doc& stage : UpgradeStages(v_)) pipeline.push_back(std::move(stage));
