@@ -34,10 +34,10 @@ std::vector<UnconvertedProbe> UnconvertedProbes(const RuleSet& rules, const Rule
           if constexpr (DocumentMigration<std::decay_t<decltype(pattern)>>) {
             if (const std::optional<MigrationDirection> to = MigratingTo(pattern)) {
               const bool back = *to == MigrationDirection::kToFlat;
+              const MigrationWords words = WordsOf(pattern, *to);
               json = DocumentsToMigrate(pattern, *to);
-              probe.state = back ? "are still in the rule's form" : "written before the rule are not in its form yet";
-              probe.consequence = std::string("the rule is migrating") + (back ? " to the flat form" : "") +
-                                  ": reads cover both forms; `remold migrate --rule " + rule.name +
+              probe.state = words.state;
+              probe.consequence = words.while_left + "; `remold migrate --rule " + rule.name +
                                   (back ? " --to flat" : "") + "` converts them";
             }
           }

@@ -81,10 +81,13 @@ struct MovedBatch {
   std::vector<std::pair<size_t, std::string>> failed;
 };
 
-// For the report of a document migration.
+// How `remold migrate`, `remold check` and the start-up warning speak of
+// a document migration.
 struct MigrationWords {
-  std::string source_form;  // "the flat form"
+  std::string source_form;  // "the flat form": where documents are left
   std::string when_done;    // "`migrating: true` can be removed from the rule"
+  std::string state;        // of the documents left: "written before the rule are not in its form yet"
+  std::string while_left;   // what reads do meanwhile: "the rule is migrating: reads cover both forms"
 };
 
 template <typename R>

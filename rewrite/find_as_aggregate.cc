@@ -12,6 +12,25 @@ Doc IntegerStage(const char* name, int64_t value) {
   return stage;
 }
 
+// A projection only find has: positional "a.$", or {$elemMatch} or
+// {$slice} (an aggregate's $project reads them otherwise, or refuses them).
+std::optional<std::string> FindOnlyProjection(const std::optional<Doc>& projection) {
+  if (!projection) return std::nullopt;
+  bson_iter_t it;
+  bson_iter_init(&it, projection->get());
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    std::string_view op;
+    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      bson_iter_t child, copy = it;
+      if (bson_iter_recurse(&copy, &child) && bson_iter_next(&child)) op = bson_iter_key(&child);
+    }
+    if (key.ends_with(".$") || op == "$elemMatch" || op == "$slice")
+      return "projection '" + std::string(key) + "' uses a find-only operator ($slice, $elemMatch or positional $)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<AggregateFind, Refusal> FindAsAggregate(const Command& find, const Namespace& ns,
@@ -23,6 +42,8 @@ std::variant<AggregateFind, Refusal> FindAsAggregate(const Command& find, const 
       return Refusal{error_codes::kInvalidOptions,
                      std::string("find option '") + unsupported + "' is not supported " + why_aggregate};
   }
+  if (auto problem = FindOnlyProjection(FindDocument(body, "projection")))
+    return Refusal{error_codes::kInvalidOptions, *problem + ", which is not supported " + why_aggregate};
   std::vector<Doc> pipeline = std::move(parts.before_view);
   for (Doc& stage : parts.view) pipeline.push_back(std::move(stage));
   if (parts.after_view && !parts.after_view->empty()) pipeline.push_back(Stage("$match", *parts.after_view));

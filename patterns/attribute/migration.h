@@ -33,8 +33,10 @@ std::optional<Doc> MigratedDocument(const AttributeRule& rule, const bson_t* doc
 inline std::optional<MigrationDirection> MigratingTo(const AttributeRule& rule) { return rule.migrating; }
 inline MigrationWords WordsOf(const AttributeRule&, MigrationDirection direction) {
   if (direction == MigrationDirection::kToRule)
-    return {"the flat form", "`migrating: true` can be removed from the rule"};
-  return {"the rule's form", "the rule can be retired or changed"};
+    return {"the flat form", "`migrating: true` can be removed from the rule",
+            "written before the rule are not in its form yet", "the rule is migrating: reads cover both forms"};
+  return {"the rule's form", "the rule can be retired or changed", "are still in the rule's form",
+          "the rule is migrating to the flat form: reads cover both forms"};
 }
 
 }  // namespace remold

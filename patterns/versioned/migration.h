@@ -21,7 +21,8 @@ std::optional<Doc> MigratedDocument(const VersionedRule& rule, const bson_t* doc
 inline std::optional<MigrationDirection> MigratingTo(const VersionedRule&) { return MigrationDirection::kToRule; }
 inline MigrationWords WordsOf(const VersionedRule&, MigrationDirection) {
   return {"an older version",
-          "older versions are read no more once no writer stores them: their upgrade steps can then go"};
+          "older versions are read no more once no writer stores them: their upgrade steps can then go",
+          "are at an older version", "reads upgrade them"};
 }
 
 }  // namespace remold

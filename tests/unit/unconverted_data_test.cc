@@ -58,10 +58,17 @@ TEST(UnconvertedProbes, AMigratingRuleCountsWhatTheMigrationHasLeft) {
                      "  fields: [color]\n  migrating: true\n"},
       {"gone.yaml", "namespace: shop.gone\npattern: attribute\nattribute:\n  array: specs\n"
                     "  fields: [color]\n  migrating: to_flat\n"},
+      {"users.yaml", "namespace: app.users\npattern: versioned\nversioned:\n  versions:\n    - version: 1\n"
+                     "    - version: 4\n      upgrade: [{remove: a}]\n    - version: 7\n"},
   });
   std::map<std::string, UnconvertedProbe> by_rule;
   for (UnconvertedProbe& probe : UnconvertedProbes(*rules)) by_rule.emplace(probe.rule, std::move(probe));
-  ASSERT_EQ(by_rule.size(), 2u);
+  ASSERT_EQ(by_rule.size(), 3u);
+  // A versioned rule always reads every version: what is left is what is older.
+  EXPECT_EQ(by_rule.at("users").filter, Json(R"({"schemaVersion": {"$in": [null, 1, 4]}})"));
+  EXPECT_EQ(DescribeUnconverted(by_rule.at("users"), 5),
+            "rule 'users' (versioned, app.users): 5 document(s) are at an older version: reads upgrade them; "
+            "`remold migrate --rule users` converts them");
   EXPECT_EQ(by_rule.at("items").filter, Json(R"({"$or": [{"color": {"$exists": true}}]})"));
   EXPECT_EQ(DescribeUnconverted(by_rule.at("items"), 3),
             "rule 'items' (attribute, shop.items): 3 document(s) written before the rule are not in its form "
