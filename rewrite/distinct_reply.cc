@@ -52,15 +52,23 @@ Doc DistinctReply(std::span<const Doc> replies) {
 }
 
 std::vector<Doc> DistinctStages(const std::string& key) {
-  Doc unwind, unwind_stage, group, add, group_stage;
-  AppendString(unwind.mut(), "path", "$" + key);
-  BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
-  AppendDoc(unwind_stage.mut(), "$unwind", unwind);
+  // One $unwind per component of the path: distinct looks into an array
+  // met on the way ({a: [{b: 1}, {b: 2}]} gives 1 and 2 for "a.b") and
+  // into the array at the end.
+  std::vector<Doc> stages;
+  for (size_t end = key.find('.'); ; end = key.find('.', end + 1)) {
+    Doc unwind;
+    AppendString(unwind.mut(), "path", "$" + key.substr(0, end));
+    BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
+    stages.push_back(Stage("$unwind", unwind));
+    if (end == std::string::npos) break;
+  }
+  Doc group, add;
   BSON_APPEND_NULL(group.mut(), "_id");
   AppendString(add.mut(), "$addToSet", "$" + key);
   AppendDoc(group.mut(), "values", add);
-  AppendDoc(group_stage.mut(), "$group", group);
-  return {std::move(unwind_stage), std::move(group_stage)};
+  stages.push_back(Stage("$group", group));
+  return stages;
 }
 
 }  // namespace remold

@@ -15,7 +15,8 @@ namespace remold {
 Doc DistinctReply(std::span<const Doc> replies);
 
 // The stages that end such an aggregate for the distinct of `key`: each
-// element of an array value counts, as distinct counts them.
+// element of an array value counts, as distinct counts them, and so does
+// each element of an array on the way to it.
 std::vector<Doc> DistinctStages(const std::string& key);
 
 }  // namespace remold

@@ -68,11 +68,16 @@ struct PreludeRound {
   PreludeWrites next;
   Continuation start_inner;
   int rounds_left;
+  std::shared_ptr<bool> unfinished;  // set when the rounds ran out, for a refusal
   Step operator()(std::span<const Doc> replies) const {
     std::vector<BackendCommand> writes = next(replies.back());
     if (writes.empty()) return start_inner(replies);
-    if (rounds_left <= 1) return Step{std::move(writes), start_inner};
-    PreludeRound again{first, next, start_inner, rounds_left - 1};
+    if (rounds_left <= 1) {
+      if (!unfinished) return Step{std::move(writes), start_inner};
+      *unfinished = true;
+      return Step{std::move(writes), {}};
+    }
+    PreludeRound again{first, next, start_inner, rounds_left - 1, unfinished};
     Continuation read_again = [first = first, again](std::span<const Doc>) {
       return Step{{first}, again};
     };
@@ -82,7 +87,7 @@ struct PreludeRound {
 
 }  // namespace
 
-Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int rounds) {
+Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int rounds, std::optional<Doc> unfinished) {
   if (plan.immediate_reply) return plan;
   auto inner = std::make_shared<Plan>(std::move(plan));
   auto offset = std::make_shared<size_t>(0);
@@ -97,8 +102,10 @@ Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int round
     if (inner->then) step.then = AfterOffset{inner->then, offset};
     return step;
   };
-  out.then = PreludeRound{std::move(first), std::move(next), std::move(start_inner), std::max(rounds, 1)};
-  out.shape = [inner, offset](std::span<const Doc> replies) {
+  auto ran_out = unfinished ? std::make_shared<bool>(false) : nullptr;
+  out.then = PreludeRound{std::move(first), std::move(next), std::move(start_inner), std::max(rounds, 1), ran_out};
+  out.shape = [inner, offset, ran_out, refusal = std::move(unfinished)](std::span<const Doc> replies) {
+    if (ran_out && *ran_out) return ShapedReply{*refusal, {}, {}, {}, {}};
     if (*offset == 0) return ShapedReply{replies.back(), {}, {}, {}, {}};  // stopped in the prelude
     return inner->shape(replies.subspan(std::min(*offset, replies.size())));
   };

@@ -94,9 +94,12 @@ Plan ImmediateReply(Doc reply);
 // again and its writes while it asks for some (a read limited to a batch,
 // then what the batch left). The plan's own continuations and shape see
 // only the plan's replies, as if it ran alone; a prelude reply with ok: 0
-// ends everything with that reply, as usual.
+// ends everything with that reply, as usual. With `unfinished`, a prelude
+// whose last round still asked for writes ends there: the client gets
+// `unfinished` (a refusal) instead of the plan.
 using PreludeWrites = std::function<std::vector<BackendCommand>(const Doc& first_reply)>;
-Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int rounds = 1);
+Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int rounds = 1,
+                  std::optional<Doc> unfinished = std::nullopt);
 
 // The command as a person (or a golden file) reads it: its document
 // sequence folded in as an array under the sequence id, before "$db".

@@ -379,12 +379,13 @@ class VersionedRewriter {
     return Forwarded(std::move(backend));
   }
 
-  // Whether an update document changes the version field.
+  // Whether an update document changes the version field ($setOnInsert
+  // aside: an upsert may say which version it inserts, StoredUpdate checks it).
   bool ChangesVersion(const Doc& u) const {
     bson_iter_t op;
     bson_iter_init(&op, u.get());
     while (bson_iter_next(&op)) {
-      if (!BSON_ITER_HOLDS_DOCUMENT(&op)) continue;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&op) || std::string_view(bson_iter_key(&op)) == "$setOnInsert") continue;
       bool named = false;
       ForEachChild(op, [&](std::string_view path, const bson_iter_t& value) {
         if (FirstComponent(path) == v_.field) named = true;
@@ -398,9 +399,25 @@ class VersionedRewriter {
     return false;
   }
 
+  // Whether `filter` says which version a document has: an equality on the
+  // version field at the top, which an upsert copies into what it inserts.
+  bool NamesVersion(const Doc& filter) const {
+    std::vector<Doc> clauses;
+    TopLevelClauses(filter.get(), clauses);
+    for (const Doc& clause : clauses) {
+      bson_iter_t it;
+      if (!bson_iter_init(&it, clause.get()) || !bson_iter_next(&it) || v_.field != bson_iter_key(&it)) continue;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return true;
+      std::optional<Doc> condition = FindDocument(clause.get(), v_.field);
+      if (condition && Find(condition->get(), "$eq")) return true;
+    }
+    return false;
+  }
+
   // The update document of a statement, as stored: a replacement gets the
-  // version; an upsert's operators set it on insert.
-  std::variant<Doc, Refusal> StoredUpdate(const Doc& u, bool upsert) const {
+  // version; an upsert's operators set it on insert, unless the filter or
+  // the client's $setOnInsert names a version of the rule.
+  std::variant<Doc, Refusal> StoredUpdate(const Doc& u, const Doc& filter, bool upsert) const {
     bson_iter_t first;
     bool operators = bson_iter_init(&first, u.get()) && bson_iter_next(&first) && bson_iter_key(&first)[0] == '$';
     if (!operators) {
@@ -411,24 +428,58 @@ class VersionedRewriter {
     if (ChangesVersion(u))
       return Refusal{error_codes::kInvalidOptions,
                      "an update cannot change '" + v_.field + "': remold keeps each document's version"};
-    if (!upsert) return u;
-    Doc out, on_insert;
+    std::optional<Doc> on_insert = FindDocument(u.get(), "$setOnInsert");
+    if (on_insert && Find(on_insert->get(), v_.field)) {
+      Doc named;
+      if (auto error = Stamped(*on_insert, named)) return Refusal{error_codes::kBadValue, *error};
+    }
+    if (!upsert || NamesVersion(filter) || (on_insert && Find(on_insert->get(), v_.field))) return u;
+    Doc out, stamped_on_insert = on_insert.value_or(Doc());
     bson_iter_t it;
     bson_iter_init(&it, u.get());
     while (bson_iter_next(&it)) {
-      if (std::string_view(bson_iter_key(&it)) == "$setOnInsert" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        on_insert = *FindDocument(u.get(), "$setOnInsert");
-        continue;
-      }
-      AppendValue(out.mut(), bson_iter_key(&it), it);
+      if (std::string_view(bson_iter_key(&it)) != "$setOnInsert") AppendValue(out.mut(), bson_iter_key(&it), it);
     }
-    BSON_APPEND_INT32(on_insert.mut(), v_.field.c_str(), v_.current());
-    AppendDoc(out.mut(), "$setOnInsert", on_insert);
+    BSON_APPEND_INT32(stamped_on_insert.mut(), v_.field.c_str(), v_.current());
+    AppendDoc(out.mut(), "$setOnInsert", stamped_on_insert);
+    return out;
+  }
+
+  // A write's filter, restricted to documents not at an older version:
+  // after the prelude, the older documents it should meet are upgraded, and
+  // those left behind must not be met in their older shape. Left behind
+  // are also those an upgrade cannot apply to, which reads return as
+  // stored: writes leave them alone until they are fixed (an $expr running
+  // the upgrade could tell them apart; not built: it needs the whole
+  // upgrade in every write's filter).
+  Doc NotOlder(const Doc& filter) const { return Beside(filter, Json(NotOlderFilter(v_))); }
+
+  // `statement` with its filter under `key` restricted (NotOlder) and,
+  // when given, its update document under `update_key` replaced.
+  static Doc Restated(const Doc& statement, const char* key, const Doc& filter, const char* update_key = nullptr,
+                      const Doc* update = nullptr) {
+    Doc out;
+    bool has_filter = false;
+    bson_iter_t it;
+    bson_iter_init(&it, statement.get());
+    while (bson_iter_next(&it)) {
+      std::string_view name = bson_iter_key(&it);
+      if (name == key) {
+        AppendDoc(out.mut(), key, filter);
+        has_filter = true;
+      } else if (update_key && name == update_key) {
+        AppendDoc(out.mut(), update_key, *update);
+      } else {
+        AppendValue(out.mut(), name, it);
+      }
+    }
+    if (!has_filter) AppendDoc(out.mut(), key, filter);
     return out;
   }
 
   // The read of the prelude: the older documents, as stored, that match one
-  // of `filters` once upgraded (a batch of them).
+  // of `filters` once upgraded to the current version (a batch of them; one
+  // an upgrade cannot bring there is left, and the write passes it by).
   BackendCommand OlderMatchesRead(const std::vector<Doc>& filters, const std::optional<bson_iter_t>& collation) const {
     std::vector<Doc> passing;
     bool every_filter_selects = true;
@@ -451,7 +502,9 @@ class VersionedRewriter {
       if (filter.empty()) matches_all = true;
       else nonempty.push_back(filter);
     }
-    if (!matches_all) pipeline.push_back(Stage("$match", Or(nonempty)));
+    Doc upgraded;
+    BSON_APPEND_INT32(upgraded.mut(), v_.field.c_str(), v_.current());
+    pipeline.push_back(Stage("$match", matches_all ? upgraded : And({Or(nonempty), upgraded})));
     pipeline.push_back(Json(std::string(R"({"$replaceRoot": {"newRoot": "$)") + kStoredField + "\"}}"));
     Doc limit;
     BSON_APPEND_INT64(limit.mut(), "$limit", kUpgradeBatch);
@@ -468,13 +521,20 @@ class VersionedRewriter {
     return read;
   }
 
-  // `plan` after the older documents `filters` match are stored upgraded.
+  // `plan` after the older documents `filters` match are stored upgraded;
+  // refused when more are left than the prelude upgrades.
   Plan AfterUpgrading(const std::vector<Doc>& filters, const std::optional<bson_iter_t>& collation, Plan plan) const {
     const Command command = command_;
     const VersionedRule rule = v_;
+    const Doc unfinished = ErrorReply(
+        error_codes::kInvalidOptions,
+        "versioned rule '" + rule_.name + "' for " + v_.logical.full() + ": more than " +
+            std::to_string(kUpgradeBatch * kMaxUpgradeRounds) +
+            " documents at older versions match this write, which upgrades them first; those upgraded stay so. "
+            "Run `remold migrate --rule " + rule_.name + "`, then the write again");
     return AfterPrelude(OlderMatchesRead(filters, collation),
                         [command, rule](const Doc& reply) { return UpgradeWrites(command, rule, reply, false); },
-                        std::move(plan), kMaxUpgradeRounds);
+                        std::move(plan), kMaxUpgradeRounds, unfinished);
   }
 
   std::optional<Plan> Update() const {
@@ -484,7 +544,8 @@ class VersionedRewriter {
     std::vector<Doc> statements, filters;
     std::optional<bson_iter_t> collation;
     for (const Doc& statement : ArrayDocuments(*updates)) {
-      filters.push_back(FindDocument(statement.get(), "q").value_or(Doc()));
+      const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
+      filters.push_back(filter);
       if (!collation) collation = Find(statement.get(), "collation");
       auto u = Find(statement.get(), "u");
       if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
@@ -494,19 +555,12 @@ class VersionedRewriter {
           return Refuse(error_codes::kInvalidOptions,
                         "a pipeline update with upsert is not supported (the inserted document would not get '" +
                             v_.field + "')");
-        statements.push_back(statement);
+        statements.push_back(Restated(statement, "q", NotOlder(filter)));
         continue;
       }
-      auto stored = StoredUpdate(*FindDocument(statement.get(), "u"), upsert);
+      auto stored = StoredUpdate(*FindDocument(statement.get(), "u"), filter, upsert);
       if (auto* refusal = std::get_if<Refusal>(&stored)) return Refuse(refusal->code, refusal->message);
-      Doc out;
-      bson_iter_t it;
-      bson_iter_init(&it, statement.get());
-      while (bson_iter_next(&it)) {
-        if (std::string_view(bson_iter_key(&it)) == "u") AppendDoc(out.mut(), "u", std::get<Doc>(stored));
-        else AppendValue(out.mut(), bson_iter_key(&it), it);
-      }
-      statements.push_back(std::move(out));
+      statements.push_back(Restated(statement, "q", NotOlder(filter), "u", &std::get<Doc>(stored)));
     }
     BackendCommand backend;
     bson_copy_to_excluding_noinit(command_.body.get(), backend.body.mut(), "updates", nullptr);
@@ -519,39 +573,61 @@ class VersionedRewriter {
     auto deletes = Find(command_.body.get(), "deletes");
     if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
-    std::vector<Doc> filters;
+    std::vector<Doc> filters, statements;
     std::optional<bson_iter_t> collation;
     for (const Doc& statement : ArrayDocuments(*deletes)) {
-      filters.push_back(FindDocument(statement.get(), "q").value_or(Doc()));
+      const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
+      filters.push_back(filter);
+      statements.push_back(Restated(statement, "q", NotOlder(filter)));
       if (!collation) collation = Find(statement.get(), "collation");
     }
     BackendCommand backend;
-    backend.body = command_.body;
+    bson_copy_to_excluding_noinit(command_.body.get(), backend.body.mut(), "deletes", nullptr);
+    backend.sequence_id = "deletes";
+    backend.sequence = std::move(statements);
     return AfterUpgrading(filters, collation, Forwarded(std::move(backend)));
   }
 
   std::optional<Plan> FindAndModify() const {
     const bson_t* body = command_.body.get();
     const Doc query = FindDocument(body, "query").value_or(Doc());
-    BackendCommand backend;
     auto update = Find(body, "update");
+    const bool upsert = FindBool(body, "upsert").value_or(false);
+    std::optional<Doc> stored_update;
     if (update && BSON_ITER_HOLDS_DOCUMENT(&*update)) {
-      auto stored = StoredUpdate(*FindDocument(body, "update"), FindBool(body, "upsert").value_or(false));
+      auto stored = StoredUpdate(*FindDocument(body, "update"), query, upsert);
       if (auto* refusal = std::get_if<Refusal>(&stored)) return Refuse(refusal->code, refusal->message);
-      bson_iter_t it;
-      bson_iter_init(&it, body);
-      while (bson_iter_next(&it)) {
-        if (std::string_view(bson_iter_key(&it)) == "update") AppendDoc(backend.body.mut(), "update", std::get<Doc>(stored));
-        else AppendValue(backend.body.mut(), bson_iter_key(&it), it);
-      }
-    } else {
-      if (update && BSON_ITER_HOLDS_ARRAY(&*update) && FindBool(body, "upsert").value_or(false))
-        return Refuse(error_codes::kInvalidOptions,
-                      "a pipeline update with upsert is not supported (the inserted document would not get '" +
-                          v_.field + "')");
-      backend.body = command_.body;
+      stored_update = std::get<Doc>(stored);
+    } else if (update && BSON_ITER_HOLDS_ARRAY(&*update) && upsert) {
+      return Refuse(error_codes::kInvalidOptions,
+                    "a pipeline update with upsert is not supported (the inserted document would not get '" +
+                        v_.field + "')");
     }
-    return AfterUpgrading({query}, Find(body, "collation"), Forwarded(std::move(backend)));
+    BackendCommand backend;
+    backend.body = Restated(command_.body, "query", NotOlder(query), stored_update ? "update" : nullptr,
+                            stored_update ? &*stored_update : nullptr);
+    Plan plan = Forwarded(std::move(backend));
+    std::optional<Doc> fields = FindDocument(body, "fields");
+    if (fields && !fields->empty()) return AfterUpgrading({query}, Find(body, "collation"), std::move(plan));
+    // The document returned is stored at the current version, or at the
+    // one a replacement or upsert named: returned upgraded, as reads are
+    // (not when projected: a projection may leave out the version).
+    const VersionedRule rule = v_;
+    plan.shape = [rule](std::span<const Doc> replies) {
+      const Doc& reply = replies.front();
+      std::optional<Doc> value = FindDocument(reply.get(), "value");
+      auto value_iter = Find(reply.get(), "value");
+      if (!value || !value_iter || !BSON_ITER_HOLDS_DOCUMENT(&*value_iter)) return ShapedReply{reply, {}, {}, {}, {}};
+      Doc out;
+      bson_iter_t it;
+      bson_iter_init(&it, reply.get());
+      while (bson_iter_next(&it)) {
+        if (std::string_view(bson_iter_key(&it)) == "value") AppendDoc(out.mut(), "value", Upgrade(rule, value->get()).document);
+        else AppendValue(out.mut(), bson_iter_key(&it), it);
+      }
+      return ShapedReply{std::move(out), {}, {}, {}, {}};
+    };
+    return AfterUpgrading({query}, Find(body, "collation"), std::move(plan));
   }
 
   const Command& command_;

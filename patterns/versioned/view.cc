@@ -85,33 +85,53 @@ class UpgradeText {
  public:
   explicit UpgradeText(const VersionedRule& rule) : rule_(rule) {}
 
-  // The document at version `index - 1` brought to version `index`, or as
-  // it was when a step cannot apply (a step's null ends the chain).
-  Text Version(size_t index) {
+  // The document in the variable `input` ("$$ROOT", "$$u1"), at version
+  // `index - 1`, brought to version `index`, or as it was when a step
+  // cannot apply (a step's null ends the chain).
+  Text Version(size_t index, const std::string& input) {
     const DocumentVersion& version = rule_.versions[index];
     const size_t steps = version.upgrade.size();
     auto var = [](size_t i) { return "s" + std::to_string(i); };
     const Text last = Q("$$" + var(steps));
     Text body = Cond(IsNull(last), "null", Set(last, rule_.field, R"({"$literal": )" + std::to_string(version.number) + "}"));
     for (size_t i = steps; i > 0; --i) {
-      const std::string before = i == 1 ? "$$ROOT" : "$$" + var(i - 1);
+      const std::string before = i == 1 ? input : "$$" + var(i - 1);
       Text value = Step(version.upgrade[i - 1], before);
       if (i > 1) value = Cond(IsNull(Q(before)), "null", value);
       body = Let(var(i), value, body);
     }
-    if (steps == 0) body = Let(var(0), R"("$$ROOT")", body);
-    // $$ROOT is named outside the bindings only: a server may resolve it
-    // inside a $map to the variables in scope.
-    return R"({"$ifNull": [)" + body + R"(, "$$ROOT"]})";
+    if (steps == 0) body = Let(var(0), Q(input), body);
+    // The input is named outside the bindings only: a server may resolve
+    // $$ROOT inside a $map to the variables in scope.
+    return R"({"$ifNull": [)" + body + ", " + Q(input) + "]}";
+  }
+
+  // Whether the version field of the document in `input` is `number`
+  // (missing and null are the first version).
+  Text AtVersion(int32_t number, const std::string& input) const {
+    const Text stored = Q(input == "$$ROOT" ? "$" + rule_.field : input + "." + rule_.field);
+    Text test = R"({"$eq": [)" + stored + ", " + std::to_string(number) + "]}";
+    if (number == rule_.first()) test = R"({"$or": [)" + IsNull(R"({"$ifNull": [)" + stored + ", null]}") + ", " + test + "]}";
+    return test;
+  }
+
+  // The document in `input` after the step to version `index`, when it is
+  // at the version before.
+  Text Transition(size_t index, const std::string& input) {
+    return Cond(AtVersion(rule_.versions[index - 1].number, input), Version(index, input), Q(input));
   }
 
  private:
   std::string Fresh() { return "e" + std::to_string(++names_); }
 
+  // [x], for any expression x: the test backend reads a string in an
+  // array literal ("$$e1") as the string itself, and folds a $map over a
+  // literal array before any document is there.
+  static Text OneElement(const Text& x) { return R"([{"$ifNull": [)" + x + ", null]}]"; }
   // `body` with `value` bound to $$name ($let is not on the test backend).
   Text Let(const std::string& name, const Text& value, const Text& body) {
-    return R"({"$arrayElemAt": [{"$map": {"input": [)" + value + R"(], "as": )" + Q(name) + R"(, "in": )" + body +
-           "}}, 0]}";
+    return R"({"$arrayElemAt": [{"$map": {"input": )" + OneElement(value) + R"(, "as": )" + Q(name) +
+           R"(, "in": )" + body + "}}, 0]}";
   }
   // [f(e) for e in list], with `f` given the variable's name.
   template <typename Fn>
@@ -176,15 +196,15 @@ class UpgradeText {
         const Text moved = FilterKeys(Entries(safe_sub), NameList(step.fields), true);
         const Text remaining = FilterKeys(Entries(safe_sub), NameList(step.fields), false);
         const Text top = FilterKeys(Entries(d), Keys(moved), false);
-        const Text at_sub =
-            Concat(moved, Cond(R"({"$eq": [)" + Size(remaining) + ", 0]}", "[]", "[" + Entry(step.field, Object(remaining)) + "]"));
-        const Text pieces = Map(top, [&](const std::string& e) {
-          return Cond(R"({"$eq": [)" + Q(e + ".k") + ", " + Q(step.field) + "]}", at_sub, "[" + Q(e) + "]");
-        });
-        const Text flattened = R"({"$reduce": {"input": )" + pieces +
-                               R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
+        // top[0, at) + moved + {field: remaining} (unless empty) + top(at, end)
+        const Text at = R"({"$indexOfArray": [)" + Keys(top) + ", " + Q(step.field) + "]}";
+        const Text before = R"({"$slice": [)" + top + ", " + at + "]}";
+        const Text after = R"({"$slice": [)" + top + R"(, {"$add": [)" + at + R"(, 1]}, {"$max": [1, )" + Size(top) + "]}]}";
+        const Text rest = Cond(R"({"$eq": [)" + Size(remaining) + ", 0]}", "[]",
+                               "[" + Entry(step.field, Object(remaining)) + "]");
+        const Text moved_out = Object(R"({"$concatArrays": [)" + before + ", " + moved + ", " + rest + ", " + after + "]}");
         return Cond(Has(d, step.field),
-                    Cond(IsDocument(sub), Cond(R"({"$eq": [)" + Size(moved) + ", 0]}", d, Object(flattened)), "null"), d);
+                    Cond(IsDocument(sub), Cond(R"({"$eq": [)" + Size(moved) + ", 0]}", d, moved_out), "null"), d);
       }
       case Kind::kRemove:
         return Object(FilterKeys(Entries(d), NameList(step.fields), false));
@@ -196,21 +216,12 @@ class UpgradeText {
   int names_ = 0;
 };
 
-Text AtVersion(const VersionedRule& rule, int32_t number) {
-  const Text stored = Q("$" + rule.field);
-  Text test = R"({"$eq": [)" + stored + ", " + std::to_string(number) + "]}";
-  if (number == rule.first()) test = R"({"$or": [)" + IsNull(R"({"$ifNull": [)" + stored + ", null]}") + ", " + test + "]}";
-  return test;
-}
-
 }  // namespace
 
 std::vector<Doc> UpgradeStages(const VersionedRule& rule) {
   std::vector<Doc> stages;
   for (size_t i = 1; i < rule.versions.size(); ++i) {
-    const Text stage = R"({"$replaceRoot": {"newRoot": )" +
-                       Cond(AtVersion(rule, rule.versions[i - 1].number), UpgradeText(rule).Version(i), R"("$$ROOT")") +
-                       "}}";
+    const Text stage = R"({"$replaceRoot": {"newRoot": )" + UpgradeText(rule).Transition(i, "$$ROOT") + "}}";
     std::string error;
     std::optional<Doc> doc = Doc::FromJson(stage, &error);
     if (!doc) throw std::logic_error("versioned view: " + error);  // the text above is well formed

@@ -175,13 +175,14 @@ int MigrateRule(const MigrationRequest& request) {
 }  // namespace
 
 std::string MigrateUsage() {
-  return "usage: remold migrate --config FILE --rule NAME [--to flat] [--dry-run]\n"
-         "                      [--batch N] [--max-rate DOCS/S]\n"
+  return "usage: remold migrate (--config FILE | --backend URI --rules DIR) --rule NAME\n"
+         "                      [--to flat] [--dry-run] [--batch N] [--max-rate DOCS/S]\n"
          "\n"
          "Brings the data of a rule's collection written before the rule into the rule's\n"
          "form, or back with --to flat, while the application runs: attribute rules\n"
          "convert documents in place, bucket rules move readings into buckets, computed\n"
-         "rules fill the values they maintain. Resumes from the checkpoint in\n"
+         "rules fill the values they maintain, versioned rules upgrade older documents\n"
+         "(forward only). Resumes from the checkpoint in\n"
          "<db>.remold_migrations when interrupted.\n"
          "\n"
          "flags:\n"
