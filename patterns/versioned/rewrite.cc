@@ -26,7 +26,6 @@ constexpr const char* kStoredField = "_remold_stored";
 
 std::string FirstComponent(std::string_view path) { return std::string(path.substr(0, path.find('.'))); }
 
-
 Doc Json(const std::string& text) { return *Doc::FromJson(text); }
 
 Doc And(std::vector<Doc> clauses) {

@@ -184,7 +184,11 @@ def test_nearest_leaves_out_a_slow_member(rs, rs_remold):
     near, once the monitor's round-trip average has seen it."""
     primary, slow, fast = rs.members
     remold = rs_remold()
-    assert landed(remold, {"mode": "nearest"}, 24) == {primary.address, slow.address, fast.address}
+    # All three are near once the round-trip averages settle (a busy machine
+    # can hold one back past the 15 ms window for the first heartbeats).
+    everyone = {primary.address, slow.address, fast.address}
+    wait_for(lambda: landed(remold, {"mode": "nearest"}, 24) == everyone, 20,
+             f"reads with nearest to land on all of {everyone}")
     rs.delay(slow, 0.1)
     wait_until_routed(remold, {"mode": "nearest"}, {primary.address, fast.address}, timeout=20, sessions=16)
     assert landed(remold, {"mode": "nearest"}, 24) == {primary.address, fast.address}
