@@ -398,19 +398,24 @@ class VersionedRewriter {
     return false;
   }
 
-  // Whether `filter` says which version a document has: an equality on the
-  // version field at the top, which an upsert copies into what it inserts.
-  bool NamesVersion(const Doc& filter) const {
+  // The version `filter` says a document has, as {<field>: <value>}: an
+  // equality on the version field at the top, which an upsert copies into
+  // what it inserts.
+  std::optional<Doc> NamedVersion(const Doc& filter) const {
     std::vector<Doc> clauses;
     TopLevelClauses(filter.get(), clauses);
     for (const Doc& clause : clauses) {
       bson_iter_t it;
       if (!bson_iter_init(&it, clause.get()) || !bson_iter_next(&it) || v_.field != bson_iter_key(&it)) continue;
-      if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return true;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return clause;
       std::optional<Doc> condition = FindDocument(clause.get(), v_.field);
-      if (condition && Find(condition->get(), "$eq")) return true;
+      if (auto equal = condition ? Find(condition->get(), "$eq") : std::nullopt) {
+        Doc named;
+        AppendValue(named.mut(), v_.field, *equal);
+        return named;
+      }
     }
-    return false;
+    return std::nullopt;
   }
 
   // The update document of a statement, as stored: a replacement gets the
@@ -432,7 +437,12 @@ class VersionedRewriter {
       Doc named;
       if (auto error = Stamped(*on_insert, named)) return Refusal{error_codes::kBadValue, *error};
     }
-    if (!upsert || NamesVersion(filter) || (on_insert && Find(on_insert->get(), v_.field))) return u;
+    const std::optional<Doc> named = upsert ? NamedVersion(filter) : std::nullopt;
+    if (named && !VersionOf(v_, named->get()))
+      return Refusal{error_codes::kBadValue, "an upsert's filter names '" + v_.field +
+                                                 "' of a version the rule does not list (" +
+                                                 std::to_string(v_.first()) + ".." + std::to_string(v_.current()) + ")"};
+    if (!upsert || named || (on_insert && Find(on_insert->get(), v_.field))) return u;
     Doc out, stamped_on_insert = on_insert.value_or(Doc());
     bson_iter_t it;
     bson_iter_init(&it, u.get());
@@ -516,6 +526,8 @@ class VersionedRewriter {
     BSON_APPEND_INT64(cursor.mut(), "batchSize", kUpgradeBatch);
     AppendDoc(body, "cursor", cursor);
     if (collation) AppendValue(body, "collation", *collation);
+    // The client's variables: its filters may name them ($$name in $expr).
+    if (auto let = Find(command_.body.get(), "let")) AppendValue(body, "let", *let);
     SealCommand(command_, ArgumentTarget::kRead, v_.logical.db, body);
     return read;
   }
@@ -527,10 +539,11 @@ class VersionedRewriter {
     const VersionedRule rule = v_;
     const Doc unfinished = ErrorReply(
         error_codes::kInvalidOptions,
-        "versioned rule '" + rule_.name + "' for " + v_.logical.full() + ": more than " +
-            std::to_string(kUpgradeBatch * kMaxUpgradeRounds) +
-            " documents at older versions match this write, which upgrades them first; those upgraded stay so. "
-            "Run `remold migrate --rule " + rule_.name + "`, then the write again");
+        "versioned rule '" + rule_.name + "' for " + v_.logical.full() +
+            ": the documents at older versions this write matches, which it stores upgraded first, were not "
+            "all upgraded in " + std::to_string(kMaxUpgradeRounds) + " rounds of " + std::to_string(kUpgradeBatch) +
+            " (more of them, or some that keep changing); those upgraded stay so, the write did not run. Run "
+            "`remold migrate --rule " + rule_.name + "`, then the write again");
     return AfterPrelude(OlderMatchesRead(filters, collation),
                         [command, rule](const Doc& reply) { return UpgradeWrites(command, rule, reply, false); },
                         std::move(plan), kMaxUpgradeRounds, unfinished);
