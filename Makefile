@@ -25,8 +25,13 @@ fuzz-build: deps
 	CXX=clang++-14 cmake -S tests/fuzz -B $(FUZZ_BUILD) -G Ninja >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
+# On failure, the failing tests' own summary lines again at the very end
+# (a CI log is often read from its tail).
 test: build-all fuzz-build
-	cd $(BUILD) && ctest --output-on-failure -j 1
+	cd $(BUILD) && ctest --output-on-failure -j 1 || { \
+	  echo '--- failing cases (from Testing/Temporary/LastTest.log):'; \
+	  grep -E '^(FAILED|ERROR) |\[  FAILED  \]' Testing/Temporary/LastTest.log | sort -u | head -40; \
+	  exit 1; }
 
 run: build
 	@bash scripts/run-local.sh $(BUILD)/remold

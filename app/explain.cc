@@ -71,8 +71,7 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return 1;
   }
   for (const Rule& rule : result.rules->rules()) {
-    std::string description =
-        std::visit([](const auto& pattern) { return pattern.Describe(); }, rule.pattern);
+    std::string description = rule.Describe();
     out << rule.source << ": " << rule.pattern_name() << " rule '" << rule.name
         << "': " << description << "\n";
   }

@@ -11,9 +11,7 @@ namespace remold {
 
 namespace {
 
-std::string Describe(const Rule& rule) {
-  return std::visit([](const auto& p) { return p.Describe(); }, rule.pattern);
-}
+std::string Describe(const Rule& rule) { return rule.Describe(); }
 
 std::string Named(const Rule& rule) {
   return "rule '" + rule.name + "' (" + std::string(rule.pattern_name()) + ", " +
@@ -21,13 +19,11 @@ std::string Named(const Rule& rule) {
 }
 
 std::string Removed(const Rule& rule) {
-  return Named(rule) + " removed: " +
-         std::visit([](const auto& p) { return p.OnRemoval(); }, rule.pattern);
+  return Named(rule) + " removed: " + rule.OnRemoval();
 }
 
 std::string Added(const Rule& rule) {
-  return Named(rule) + " added: " +
-         std::visit([](const auto& p) { return p.OnAddition(); }, rule.pattern);
+  return Named(rule) + " added: " + rule.OnAddition();
 }
 
 }  // namespace

@@ -134,10 +134,10 @@ void ServeRun::RegisterRuleMetrics() {
     out.Family("remold_rules", "gauge", "Rules in force.");
     out.Sample("remold_rules", {}, static_cast<uint64_t>(in_force->rules().size()));
     // Every pattern remold knows, zeros included (patterns/patterns.h).
-    out.Family("remold_rules_by_pattern", "gauge", "Rules in force, by pattern.");
+    out.Family("remold_rules_by_pattern", "gauge", "Rules in force, by pattern (a stack counts under each of its patterns).");
     ForEachPatternType([&]<typename R>() {
       uint64_t count = 0;
-      for (const Rule& rule : in_force->rules()) count += rule.pattern_name() == R::kName;
+      for (const Rule& rule : in_force->rules()) count += rule.Has(R::kName);
       out.Sample("remold_rules_by_pattern", {{"pattern", R::kName}}, count);
     });
   });

@@ -41,6 +41,18 @@
 // elsewhere ($lookup, $unionWith, a view defined on it) sees the documents
 // the application wrote (rewrite/indirect_references.h).
 //
+// Stacks. A rule file may stack two rules on one collection (`pattern:
+// [upper, lower]`): the upper rule's plans run through the lower rule
+// (rewrite/stacked_plan.h). A pattern may be the upper rule when its plans
+// run only commands on its collection that a plain collection takes; it
+// says so, and names the top-level fields its own filters read from the
+// documents as stored (checks and migrations filter on them directly):
+//   std::vector<std::string> FieldsReadAsStored() const;
+// A pattern may be the lower rule when it answers every such command as a
+// plain collection would, from one stored document per document; it says
+// which top-level fields it stores as written:
+//   bool StoresAsWritten(std::string_view field) const;
+//
 // The concepts below state the rule part; patterns/rewrites.h states
 // the rewrite part. Each is checked for every entry of the list.
 #pragma once
@@ -72,6 +84,16 @@ concept PatternRuleType = requires(const R& rule, const FileContext& ctx, const 
   { rule.OnRemoval() } -> std::same_as<std::string>;
   { rule.OnAddition() } -> std::same_as<std::string>;
   { rule.Unconverted() } -> std::same_as<std::string>;
+};
+
+// The optional parts for stacks (above).
+template <typename R>
+concept StackUpperRule = requires(const R& rule) {
+  { rule.FieldsReadAsStored() } -> std::same_as<std::vector<std::string>>;
+};
+template <typename R>
+concept StackLowerRule = requires(const R& rule, std::string_view field) {
+  { rule.StoresAsWritten(field) } -> std::same_as<bool>;
 };
 
 }  // namespace remold

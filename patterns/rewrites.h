@@ -35,20 +35,28 @@ inline constexpr bool kEveryPatternRewrite<std::variant<R...>> = (PatternRewrite
 static_assert(kEveryPatternRewrite<PatternRule>,
               "every entry of PatternRule has its rewrite part included above");
 
-// The view of `rule`'s pattern (patterns/pattern.h).
+// The view of `rule`'s pattern (patterns/pattern.h); for a stack, the
+// view of each layer from the bottom up.
 inline std::vector<Doc> ViewOf(const Rule& rule) {
-  return std::visit([](const auto& pattern) { return ViewStages(pattern); }, rule.pattern);
+  std::vector<Doc> stages;
+  const std::vector<const PatternRule*> layers = rule.layers();
+  for (auto layer = layers.rbegin(); layer != layers.rend(); ++layer)
+    for (Doc& stage : std::visit([](const auto& pattern) { return ViewStages(pattern); }, **layer))
+      stages.push_back(std::move(stage));
+  return stages;
 }
 
 // Whether `rule`'s view keeps the stored top-level `field` as it is.
 inline bool PassesThroughOf(const Rule& rule, std::string_view field) {
-  return std::visit([&](const auto& pattern) { return PassesThrough(pattern, field); },
-                    rule.pattern);
+  for (const PatternRule* layer : rule.layers())
+    if (!std::visit([&](const auto& pattern) { return PassesThrough(pattern, field); }, *layer))
+      return false;
+  return true;
 }
 
-// The collection `rule`'s view reads.
+// The collection `rule`'s view reads: the bottom layer's.
 inline Namespace ViewSourceOf(const Rule& rule) {
-  return std::visit([](const auto& pattern) { return ViewSource(pattern); }, rule.pattern);
+  return std::visit([](const auto& pattern) { return ViewSource(pattern); }, *rule.layers().back());
 }
 
 }  // namespace remold

@@ -1,9 +1,13 @@
 #include "rewrite/engine.h"
 
+#include <memory>
+#include <vector>
+
 #include "patterns/rewrites.h"
 #include "rewrite/catalog.h"
 #include "rewrite/command_namespace.h"
 #include "rewrite/indirect_references.h"
+#include "rewrite/stacked_plan.h"
 
 namespace remold {
 namespace {
@@ -37,6 +41,24 @@ void ContinueTransaction(Plan& plan) {
 std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
                                    const Capabilities& caps);
 
+// The plan of `rule`'s layer `depth` (rule.h: 0 is the top), run through
+// the layers below it (rewrite/stacked_plan.h). A command the layer leaves
+// as it is goes to the layers below as the client sent it.
+std::optional<Plan> RewriteLayer(const Command& command, const Rule& rule, size_t depth,
+                                 const Capabilities& caps) {
+  const std::vector<const PatternRule*> layers = rule.layers();
+  if (depth >= layers.size()) return std::nullopt;
+  std::optional<Plan> plan = std::visit(
+      [&](const auto& pattern) { return RewritePattern(command, rule, pattern, caps); }, *layers[depth]);
+  if (depth + 1 == layers.size()) return plan;
+  if (!plan) return RewriteLayer(command, rule, depth + 1, caps);
+  // The stacked plan outlives this call: it keeps its own copy of the rule.
+  auto owned = std::make_shared<const Rule>(rule);
+  return StackedPlan(std::move(*plan), [owned, depth, caps](const Command& lower) {
+    return RewriteLayer(lower, *owned, depth + 1, caps);
+  });
+}
+
 // The plan of the rule of the collection `command` addresses, if any.
 std::optional<Plan> RewriteForTarget(const Command& command, const RuleSet& rules,
                                      const Capabilities& caps) {
@@ -44,9 +66,7 @@ std::optional<Plan> RewriteForTarget(const Command& command, const RuleSet& rule
   if (!ns || !ns->collection) return std::nullopt;
   const Rule* rule = rules.Find(ns->db, *ns->collection);  // dataSize names another database
   if (!rule) return std::nullopt;
-  std::optional<Plan> plan = std::visit(
-      [&](const auto& pattern) { return RewritePattern(command, *rule, pattern, caps); },
-      rule->pattern);
+  std::optional<Plan> plan = RewriteLayer(command, *rule, 0, caps);
   if (plan) plan->rule = rule->name;
   return plan;
 }

@@ -23,9 +23,7 @@ struct Owner {
 Owner OwnerOf(const RuleSet& rules, const Namespace& ns) {
   if (const Rule* rule = rules.Find(ns.db, ns.collection)) return {rule, true};
   for (const Rule& rule : rules.rules()) {
-    std::vector<WrittenNamespace> written =
-        std::visit([](const auto& pattern) { return pattern.Writes(); }, rule.pattern);
-    for (const WrittenNamespace& w : written)
+    for (const WrittenNamespace& w : rule.Writes())
       if (w.ns == ns) return {&rule, false};
   }
   return {};
@@ -172,9 +170,7 @@ class Planner {
   void DropDatabase(const std::string& db) {
     for (const Rule& rule : rules_.rules()) {
       if (rule.logical().db != db) continue;
-      std::vector<WrittenNamespace> written =
-          std::visit([](const auto& pattern) { return pattern.Writes(); }, rule.pattern);
-      for (const WrittenNamespace& w : written) {
+      for (const WrittenNamespace& w : rule.Writes()) {
         if (w.ns.db == db) continue;
         Refuse(rule, error_codes::kInvalidOptions,
                "dropDatabase of '" + db + "' is not supported: the rule maintains " + w.ns.full() +

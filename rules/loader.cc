@@ -9,12 +9,93 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "rules/file_context.h"
 #include "rules/rule.h"
 
 namespace remold {
 namespace {
+
+// The names of the patterns that satisfy `Is`, for messages.
+template <template <typename> class Is>
+std::string PatternsThat() {
+  std::string names;
+  ForEachPatternType([&]<typename R>() {
+    if constexpr (Is<R>::value) names += (names.empty() ? "" : ", ") + std::string(R::kName);
+  });
+  return names.empty() ? "none" : names;
+}
+template <typename R>
+struct CanBeUpper : std::bool_constant<StackUpperRule<R>> {};
+template <typename R>
+struct CanBeLower : std::bool_constant<StackLowerRule<R>> {};
+
+// The `pattern` of a rule file: a name, or a stack of two, top first.
+std::vector<std::string> PatternList(const FileContext& ctx, const YAML::Node& root,
+                                     const std::string& pattern_names) {
+  const std::string expected = "one of: " + pattern_names + ", or a stack of two: [upper, lower]";
+  YAML::Node node = root["pattern"];
+  if (!node || !node.IsSequence()) return {ctx.String(root, "pattern", "the rule", expected)};
+  std::vector<std::string> names;
+  for (const auto& item : node) names.push_back(ctx.StringValue(item, "an item of 'pattern'", expected));
+  if (names.size() != 2)
+    ctx.Fail(node, "'pattern' is a stack of " + std::to_string(names.size()) +
+                       " rules, expected two: [upper, lower]");
+  if (names[0] == names[1]) ctx.Fail(node, "'pattern' stacks '" + names[0] + "' on itself");
+  return names;
+}
+
+// The rule of the section `pattern` of the file, or nullopt (reported).
+std::optional<PatternRule> ParseSection(const FileContext& ctx, const YAML::Node& root,
+                                        const std::string& pattern, const Namespace& logical,
+                                        const std::string& pattern_names, const YAML::Node& at) {
+  std::optional<PatternRule> parsed;
+  bool known = false;
+  ForEachPatternType([&]<typename R>() {
+    if (known || pattern != R::kName) return;
+    known = true;
+    YAML::Node section = root[pattern];
+    if (!section) {
+      ctx.Report(root, "missing '" + pattern + "' section, expected the " + pattern + " rule's options");
+    } else if (!section.IsMap()) {
+      ctx.Report(section, "'" + pattern + "' is " + Found(section) + ", expected a mapping of options");
+    } else {
+      ctx.Step([&] { parsed = R::Parse(ctx, section, logical); });
+    }
+  });
+  if (!known) ctx.Report(at, "unknown pattern '" + pattern + "', expected: " + pattern_names);
+  return parsed;
+}
+
+// Whether `upper` may sit over `lower` (patterns/pattern.h); reported when not.
+void CheckStack(const FileContext& ctx, const YAML::Node& at, const PatternRule& upper,
+                const PatternRule& lower) {
+  std::visit(
+      [&](const auto& up, const auto& down) {
+        using U = std::decay_t<decltype(up)>;
+        using L = std::decay_t<decltype(down)>;
+        const std::string stack = "'" + std::string(U::kName) + "' over '" + std::string(L::kName) + "'";
+        if constexpr (!StackUpperRule<U>) {
+          ctx.Report(at, "cannot stack " + stack + ": the " + std::string(U::kName) +
+                             " rule cannot be the upper rule of a stack (rules that can: " +
+                             PatternsThat<CanBeUpper>() + ")");
+        } else if constexpr (!StackLowerRule<L>) {
+          ctx.Report(at, "cannot stack " + stack + ": the " + std::string(L::kName) +
+                             " rule cannot be the lower rule of a stack, it does not answer every "
+                             "command as a plain collection would (rules that can: " +
+                             PatternsThat<CanBeLower>() + ")");
+        } else {
+          for (const std::string& field : up.FieldsReadAsStored())
+            if (!down.StoresAsWritten(field))
+              ctx.Report(at, "cannot stack " + stack + ": the " + std::string(U::kName) +
+                                 " rule reads '" + field + "' as stored, and the " +
+                                 std::string(L::kName) + " rule does not store it as written "
+                                 "(make it one of the fields that rule keeps as they are)");
+        }
+      },
+      upper, lower);
+}
 
 // Every mistake of the file goes to ctx; nullopt when there is any.
 std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
@@ -37,36 +118,31 @@ std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
     std::string ns_text = ctx.String(root, "namespace", "the rule", "'database.collection'");
     logical = ParseNamespace(ctx, root["namespace"], ns_text);
   });
-  std::string pattern;
-  if (!ctx.Step([&] { pattern = ctx.String(root, "pattern", "the rule", "one of: " + pattern_names); }))
-    return std::nullopt;
+  std::vector<std::string> patterns;
+  if (!ctx.Step([&] { patterns = PatternList(ctx, root, pattern_names); })) return std::nullopt;
 
   Rule rule;
   rule.name = std::filesystem::path(source).stem().string();
   rule.source = source;
-  bool known = false;
-  ForEachPatternType([&]<typename R>() {
-    if (known || pattern != R::kName) return;
-    known = true;
-    YAML::Node section = root[pattern];
-    if (!section) {
-      ctx.Report(root, "missing '" + pattern + "' section, expected the " + pattern + " rule's options");
-    } else if (!section.IsMap()) {
-      ctx.Report(section, "'" + pattern + "' is " + Found(section) + ", expected a mapping of options");
-    } else {
-      ctx.Step([&] { rule.pattern = R::Parse(ctx, section, logical); });
-    }
-  });
-  if (!known) {
-    ctx.Report(root["pattern"], "unknown pattern '" + pattern + "', expected: " + pattern_names);
-    return std::nullopt;
+  std::vector<PatternRule> layers;
+  for (const std::string& pattern : patterns) {
+    std::optional<PatternRule> layer =
+        ParseSection(ctx, root, pattern, logical, pattern_names, root["pattern"]);
+    if (layer) layers.push_back(std::move(*layer));
   }
   for (const auto& entry : root) {
     std::string key = entry.first.Scalar();
-    if (key != "namespace" && key != "pattern" && key != pattern && root_keys.count(key))
-      ctx.Report(entry.first, "section '" + key + "' does not belong to pattern '" + pattern + "'");
+    if (key != "namespace" && key != "pattern" && root_keys.count(key) &&
+        std::find(patterns.begin(), patterns.end(), key) == patterns.end())
+      ctx.Report(entry.first, "section '" + key + "' does not belong to pattern '" +
+                                  (patterns.size() == 1 ? patterns[0] : patterns[0] + "' or '" + patterns[1]) +
+                                  "'");
   }
+  if (layers.size() != patterns.size() || ctx.HasErrors()) return std::nullopt;
+  if (layers.size() == 2) CheckStack(ctx, root["pattern"], layers[0], layers[1]);
   if (ctx.HasErrors()) return std::nullopt;
+  rule.pattern = std::move(layers[0]);
+  rule.below.assign(std::make_move_iterator(layers.begin() + 1), std::make_move_iterator(layers.end()));
   return rule;
 }
 
@@ -96,8 +172,7 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
   }
   // A collection a rule writes directly must not be another rule's.
   for (const Rule& rule : rules) {
-    auto written = std::visit([](const auto& p) { return p.Writes(); }, rule.pattern);
-    for (const WrittenNamespace& w : written) {
+    for (const WrittenNamespace& w : rule.Writes()) {
       auto it = owner.find(w.ns.full());
       if (it != owner.end()) errors.push_back(rule.source + ":1: " + w.conflict(it->second));
     }

@@ -4,6 +4,15 @@
 //   FILE:LINE: what is wrong, what was expected
 // and a directory with any mistake yields no RuleSet at all (the caller
 // keeps the rules it had).
+//
+// A file names one pattern and has its section:
+//   namespace: shop.products
+//   pattern: attribute
+//   attribute: {...}
+// or stacks two on its collection, top first, with both sections:
+//   pattern: [versioned, attribute]
+// The upper rule's plans run through the lower rule (rewrite/stacked_plan.h);
+// a stack whose rules cannot compose (patterns/pattern.h) is refused.
 #pragma once
 
 #include <memory>

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "patterns/patterns.h"
 
@@ -17,14 +18,65 @@ namespace remold {
 struct Rule {
   std::string name;    // the rule file's stem, for messages and metrics
   std::string source;  // the rule file's path
-  PatternRule pattern;
+  PatternRule pattern;  // in a stack, the upper rule
+  // A stack (`pattern: [upper, lower]`, rules/loader.h): the rules under
+  // `pattern`, top first, each storing what the one above writes. Empty
+  // for a rule of one pattern.
+  std::vector<PatternRule> below;
 
   const Namespace& logical() const {
     return std::visit([](const auto& p) -> const Namespace& { return p.logical; }, pattern);
   }
-  // The pattern's name: "bucket", "attribute", ...
-  std::string_view pattern_name() const {
-    return std::visit([](const auto& p) -> std::string_view { return p.kName; }, pattern);
+  // Every layer, top first: `pattern`, then `below`.
+  std::vector<const PatternRule*> layers() const {
+    std::vector<const PatternRule*> out{&pattern};
+    for (const PatternRule& layer : below) out.push_back(&layer);
+    return out;
+  }
+  // The pattern's name ("bucket", "attribute", ...); a stack's names its
+  // layers from the top: "versioned over attribute".
+  std::string pattern_name() const {
+    std::string out;
+    for (const PatternRule* layer : layers())
+      out += (out.empty() ? "" : " over ") +
+             std::string(std::visit([](const auto& p) { return p.kName; }, *layer));
+    return out;
+  }
+  // Whether one of the layers is a rule of the pattern `name`.
+  bool Has(std::string_view name) const {
+    for (const PatternRule* layer : layers())
+      if (std::visit([](const auto& p) { return p.kName; }, *layer) == name) return true;
+    return false;
+  }
+
+  // The rule part of patterns/pattern.h, over every layer: a stack's
+  // describes its layers from the top, "<upper> over <lower>".
+  std::string Describe() const {
+    return Joined([](const auto& p) { return p.Describe(); }, " over ");
+  }
+  std::string OnRemoval() const {
+    return Joined([](const auto& p) { return p.OnRemoval(); }, "; ");
+  }
+  std::string OnAddition() const {
+    return Joined([](const auto& p) { return p.OnAddition(); }, "; ");
+  }
+  std::vector<WrittenNamespace> Writes() const {
+    std::vector<WrittenNamespace> out;
+    for (const PatternRule* layer : layers())
+      for (WrittenNamespace& w : std::visit([](const auto& p) { return p.Writes(); }, *layer))
+        out.push_back(std::move(w));
+    return out;
+  }
+
+ private:
+  template <typename Fn>
+  std::string Joined(Fn&& text, std::string_view separator) const {
+    std::string out;
+    for (const PatternRule* layer : layers()) {
+      if (!out.empty()) out += separator;
+      out += std::visit(text, *layer);
+    }
+    return out;
   }
 };
 

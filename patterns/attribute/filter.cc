@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rewrite/filter_clauses.h"
+#include "rewrite/unchanged_guard.h"
 
 namespace remold {
 namespace {
@@ -191,11 +192,40 @@ class Rewriter {
   const AttributeRule& rule_;
 };
 
+// The guard that a document reads exactly as `read` (rewrite/unchanged_guard.h,
+// sent by a rule stacked above), for the document as stored: its pair form
+// (attributes folded as a write would, and as reads unfold them; where the
+// pair array stands among the other fields is not kept by reads), or while
+// migrating either form.
+Doc StoredGuard(const AttributeRule& rule, const Doc& read, std::optional<std::string>* error) {
+  std::string why;
+  Doc folded = FoldAttributes(rule, read.get(), &why);
+  if (!why.empty()) {
+    *error = "a guard on a document that cannot be stored in pair form: " + why;
+    return Doc();
+  }
+  if (!rule.migrating || folded == read) return UnchangedFields(rule.StoresFlat() ? read : folded);
+  Doc guard;
+  if (auto id = Find(read.get(), "_id")) AppendValue(guard.mut(), "_id", *id);
+  std::vector<Doc> forms;
+  for (const Doc* form : {static_cast<const Doc*>(&folded), &read}) {
+    Doc expr;
+    if (auto condition = Find(UnchangedFields(*form).get(), "$expr")) AppendValue(expr.mut(), "$expr", *condition);
+    forms.push_back(std::move(expr));
+  }
+  AppendArray(guard.mut(), "$or", forms);
+  return guard;
+}
+
 }  // namespace
 
 FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter) {
-  Rewriter rewriter(rule);
   FilterRewrite out;
+  if (std::optional<Doc> guarded = GuardedDocument(filter)) {
+    out.filter = StoredGuard(rule, *guarded, &out.error);
+    return out;
+  }
+  Rewriter rewriter(rule);
   out.filter = JoinClauses(rewriter.Rewrite(filter));
   out.error = rewriter.error;
   if (out.error || !rule.migrating) return out;

@@ -43,6 +43,11 @@ struct AttributeRule {
   bool StoresFlat() const { return migrating == MigrationDirection::kToFlat; }
 
   bool IsAttribute(std::string_view field) const;
+  // In a stack (patterns/pattern.h), the lower rule: what is not an
+  // attribute is stored as written.
+  bool StoresAsWritten(std::string_view field) const {
+    return !IsAttribute(field) && field != array_field;
+  }
 
   static constexpr std::string_view kName = "attribute";
   // Parses the rule file's `attribute:` section (a mapping).

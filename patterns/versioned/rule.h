@@ -84,6 +84,9 @@ struct VersionedRule {
   // The stored values of older versions, as a JSON array: null (and a
   // missing field) for the first, then each older version's number.
   std::string OlderVersionValues() const;
+  // In a stack (patterns/pattern.h), the upper rule: the version field is
+  // what its checks and migrations filter on.
+  std::vector<std::string> FieldsReadAsStored() const { return {field}; }
 };
 
 }  // namespace remold

@@ -27,8 +27,9 @@
 namespace remold {
 
 struct DocumentConverter {
+  using Convert = std::function<std::optional<Doc>(const Doc& document, std::string* why)>;
   Doc source;  // the filter of the documents still to convert
-  std::function<std::optional<Doc>(const Doc& document, std::string* why)> convert;
+  Convert convert;
   std::string source_form;  // "the flat form", "an older version": where documents are left
   std::string when_done;    // what the operator may do once none is left
 };

@@ -16,6 +16,7 @@ namespace {
 struct Options {
   std::vector<std::string> config_args;  // --config, --backend, --rules, for LoadServeConfig
   std::string rule;
+  std::string layer;  // --layer: which rule of a stack
   MigrationDirection direction = MigrationDirection::kToRule;
   PassOptions pass;
   bool throttled = false;  // --batch or --max-rate given
@@ -62,6 +63,8 @@ Options ParseOptions(const std::vector<std::string>& args) {
       options.pass.dry_run = true;
     } else if (arg == "--rule") {
       options.rule = value();
+    } else if (arg == "--layer") {
+      options.layer = value();
     } else if (arg == "--to") {
       const std::string& to = value();
       if (to != "flat") throw UsageError("--to: expected 'flat', got '" + to + "'");
@@ -143,6 +146,30 @@ DocumentConverter ConverterFor(const Rule& rule, const R& pattern, MigrationDire
                            words.source_form, words.when_done};
 }
 
+// `convert`, for documents stored through `lower` (a stack's lower layer):
+// each stored document is read as the lower rule's reads return it,
+// converted, and stored again as the lower rule's writes store it.
+DocumentConverter::Convert ThroughLayer(const PatternRule& lower, DocumentConverter::Convert convert) {
+  return std::visit(
+      [&](const auto& below) -> DocumentConverter::Convert {
+        using L = std::decay_t<decltype(below)>;
+        if constexpr (DocumentMigration<L>) {
+          const MigrationDirection stores = MigratingTo(below).value_or(MigrationDirection::kToRule);
+          return [below, stores, convert](const Doc& stored, std::string* why) -> std::optional<Doc> {
+            std::optional<Doc> read = MigratedDocument(below, stored.get(), MigrationDirection::kToFlat, why);
+            if (!read) return std::nullopt;
+            std::optional<Doc> converted = convert(*read, why);
+            if (!converted) return std::nullopt;
+            return MigratedDocument(below, converted->get(), stores, why);
+          };
+        } else {
+          throw UsageError("the layer under it is a " + std::string(L::kName) +
+                           " rule, whose documents remold migrate cannot read one by one");
+        }
+      },
+      lower);
+}
+
 // Runs the migration of the request's rule, by the migration part its
 // pattern has (patterns/migration.h); a UsageError for one without.
 int MigrateRule(const MigrationRequest& request) {
@@ -162,6 +189,7 @@ int MigrateRule(const MigrationRequest& request) {
         } else if constexpr (DocumentMigration<R>) {
           std::string note;
           DocumentConverter converter = ConverterFor(rule, pattern, request.direction, request.pass.dry_run, note);
+          if (request.stored_by) converter.convert = ThroughLayer(*request.stored_by, std::move(converter.convert));
           return MigrateDocuments(request, converter, note);
         } else {
           throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) +
@@ -176,7 +204,7 @@ int MigrateRule(const MigrationRequest& request) {
 
 std::string MigrateUsage() {
   return "usage: remold migrate (--config FILE | --backend URI --rules DIR) --rule NAME\n"
-         "                      [--to flat] [--dry-run] [--batch N] [--max-rate DOCS/S]\n"
+         "                      [--layer PATTERN] [--to flat] [--dry-run] [--batch N] [--max-rate DOCS/S]\n"
          "\n"
          "Brings the data of a rule's collection written before the rule into the rule's\n"
          "form, or back with --to flat, while the application runs: attribute rules\n"
@@ -190,6 +218,9 @@ std::string MigrateUsage() {
          "  --backend URI     override the backend of the file\n"
          "  --rules DIR       override the rules directory of the file\n"
          "  --rule NAME       the rule (its file's stem)\n"
+         "  --layer PATTERN   for a stack (`pattern: [upper, lower]`), the layer to\n"
+         "                    migrate: the lower one converts the stored documents, the\n"
+         "                    upper one converts them as read through the lower one\n"
          "  --to flat         back to the form written before the rule (an attribute\n"
          "                    rule must say `migrating: to_flat`; a bucket rule must be\n"
          "                    removed from the directory remold serves first)\n"
@@ -215,8 +246,31 @@ int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (!rule)
       throw UsageError("no rule named '" + options.rule + "' in " + setup.config.rules_dir +
                        " (rules that can be migrated: " + MigratableRules(*setup.rules) + ")");
-    const MigrationRequest request{*rule, setup.config, options.direction, options.pass, options.throttled,
-                                   options.rules_given, out, err, err_is_terminal};
+    if (!options.layer.empty() && rule->below.empty())
+      throw UsageError("--layer: rule '" + rule->name + "' is not a stack (it is a " + rule->pattern_name() +
+                       " rule)");
+    // A layer of a stack migrates as a rule of its own, through the layer under it.
+    std::optional<Rule> layer_rule;
+    const PatternRule* stored_by = nullptr;
+    if (!rule->below.empty()) {
+      const std::vector<const PatternRule*> layers = rule->layers();
+      std::string names;
+      for (size_t i = 0; i < layers.size(); ++i) {
+        const std::string name(std::visit([](const auto& p) { return p.kName; }, *layers[i]));
+        names += (names.empty() ? "" : " or ") + name;
+        if (name != options.layer) continue;
+        layer_rule = Rule{rule->name + "/" + name, rule->source, *layers[i], {}};
+        if (i + 1 < layers.size()) stored_by = layers[i + 1];
+      }
+      if (!layer_rule)
+        throw UsageError("rule '" + rule->name + "' is a stack (" + rule->pattern_name() + "): say which " +
+                         "layer to migrate with --layer " + names +
+                         (options.layer.empty() ? "" : " (not '" + options.layer + "')"));
+      rule = &*layer_rule;
+    }
+    MigrationRequest request{*rule, setup.config, options.direction, options.pass, options.throttled,
+                             options.rules_given, out, err, err_is_terminal};
+    request.stored_by = stored_by;
     return MigrateRule(request);
   });
 }

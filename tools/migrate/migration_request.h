@@ -19,6 +19,8 @@
 namespace remold {
 
 struct MigrationRequest {
+  // The rule migrated; for a layer of a stack, that layer alone, named
+  // "<rule>/<pattern>" (its own checkpoint).
   const Rule& rule;
   const Config& config;
   MigrationDirection direction = MigrationDirection::kToRule;
@@ -28,6 +30,9 @@ struct MigrationRequest {
   std::ostream& out;
   std::ostream& err;
   bool err_is_terminal = false;
+  // For an upper layer of a stack: the layer that stores its documents
+  // (each is read through it, converted, and stored through it again).
+  const PatternRule* stored_by = nullptr;
 
   bool to_rule() const { return direction == MigrationDirection::kToRule; }
 };

@@ -46,6 +46,13 @@ versioned:
         - move: {{fields: [street, city], into: address}}
 """
 
+# The same rule over an attribute rule on the same collection: what the
+# versioned rule reads and writes is stored with the users' sparse fields
+# as {k, v} pairs (rewrite/stacked_plan.h).
+STACKED = RULE.replace("pattern: versioned", "pattern: [versioned, attribute]") + """attribute:
+  except: [owner, age, schemaVersion]
+"""
+
 FIRST = ["Ana", "Ben", "Cy", "Dee", "Eli"]
 LAST = ["Rao", "Ito", "Lu", "Moss"]
 CITIES = ["Oslo", "Kyoto", "Lima"]
@@ -102,6 +109,13 @@ def upgrade(stored: dict) -> dict:
     return doc
 
 
+def unfolded(stored: dict) -> dict:
+    """A user stored by the stacked attribute rule, as that rule reads it."""
+    doc = {k: v for k, v in stored.items() if k != "specs"}
+    doc.update((pair["k"], pair["v"]) for pair in stored.get("specs", []))
+    return doc
+
+
 def stored_user(i: int, rng: random.Random) -> dict:
     """A user as some version of the application stored it."""
     name = f"{rng.choice(FIRST)} {rng.choice(LAST)}" if rng.random() < 0.7 else rng.choice(LAST)
@@ -145,10 +159,10 @@ QUERIES = [
 ]
 
 
-def rule_dir(tmp_path: Path, db: str) -> Path:
+def rule_dir(tmp_path: Path, db: str, rule: str = RULE) -> Path:
     rules = tmp_path / "rules"
     rules.mkdir()
-    (rules / "users.yaml").write_text(RULE.format(db=db))
+    (rules / "users.yaml").write_text(rule.format(db=db))
     return rules
 
 
@@ -185,13 +199,22 @@ def compare_reads(through, oracle, query: dict) -> list[str]:
     return problems
 
 
-def test_versioned_reads_writes_write_back_and_migrate(private_remold, backend, direct_client, db_name, tmp_path):
+@pytest.mark.parametrize("stacked", [False, True], ids=["alone", "over_attribute"])
+def test_versioned_reads_writes_write_back_and_migrate(private_remold, backend, direct_client, db_name, tmp_path,
+                                                       stacked):
     database = direct_client[db_name]
     rng = random.Random(3)
     seed = [stored_user(i, rng) for i in range(N_USERS)]
     database.users.insert_many([dict(d) for d in seed])
     database.users_oracle.insert_many([upgrade(d) for d in seed])
-    rules = rule_dir(tmp_path, db_name)
+    rules = rule_dir(tmp_path, db_name, STACKED if stacked else RULE)
+    layer = ("--layer", "versioned") if stacked else ()
+    if stacked:
+        # The stack's lower layer first: the seeded users into pair form.
+        folded = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "users",
+                            "--layer", "attribute", timeout=120)
+        assert folded.returncode == 0, folded.stdout + folded.stderr
+        assert database.users.count_documents({"specs": {"$exists": False}}) == 0  # each has sparse fields
     older = {"schemaVersion": {"$in": [None, 1, 2]}}
     stuck = [d for d in seed if d.get("schemaVersion") in (None, 1, 2) and upgrade(d).get("schemaVersion") != 3]
     stuck_ids = {d["_id"] for d in stuck}
@@ -202,11 +225,15 @@ def test_versioned_reads_writes_write_back_and_migrate(private_remold, backend, 
         users = client[db_name].users
         oracle = database.users_oracle
 
-        # Every document at the current version, field order included, and
+        # Every document at the current version, field order included (an
+        # attribute rule returns the attributes after the other fields), and
         # what an upgrade cannot apply to as stored.
         got = list(users.find({"owner": 0}).sort("_id", 1))
         want = [upgrade(d) for d in seed if d["owner"] == 0]
-        assert [list(d.items()) for d in got] == [list(d.items()) for d in want]
+        if stacked:
+            assert got == want
+        else:
+            assert [list(d.items()) for d in got] == [list(d.items()) for d in want]
         problems = []
         for query in QUERIES:
             problems += compare_reads(users, oracle, query)
@@ -287,11 +314,12 @@ def test_versioned_reads_writes_write_back_and_migrate(private_remold, backend, 
                         counts["writes"] += 1
                         continue
                     else:
+                        # (An attribute rule refuses an upsert that sets attributes.)
                         target = {"_id": 20_000 + owner, "owner": owner}
-                        update = {"$set": {"lastName": "Upserted"}}
+                        update = {"$set": {"age": 77} if stacked else {"lastName": "Upserted"}}
                         mine.update_one(target, update, upsert=True)
-                        oracle.update_one(target, {"$set": {"lastName": "Upserted"},
-                                                   "$setOnInsert": {"schemaVersion": 3}}, upsert=True)
+                        oracle.update_one(target, dict(update, **{"$setOnInsert": {"schemaVersion": 3}}),
+                                          upsert=True)
                         counts["writes"] += 1
                         continue
                     a = mine.update_one(target, update).matched_count
@@ -317,8 +345,8 @@ def test_versioned_reads_writes_write_back_and_migrate(private_remold, backend, 
 
         # remold migrate upgrades the rest; those a step cannot apply to stay.
         migrate = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "users",
-                             timeout=120)
-        cannot = [d for d in database.users.find(older) if upgrade(d).get("schemaVersion") != 3]
+                             *layer, timeout=120)
+        cannot = [d for d in map(unfolded, database.users.find(older)) if upgrade(d).get("schemaVersion") != 3]
         assert migrate.returncode == (1 if cannot else 0), migrate.stdout + migrate.stderr
         assert f"{len(cannot)} left in an older version" in migrate.stdout, migrate.stdout
         assert database.users.count_documents(older) == len(cannot)
@@ -326,7 +354,10 @@ def test_versioned_reads_writes_write_back_and_migrate(private_remold, backend, 
         for query in QUERIES:
             problems += compare_reads(users, oracle, query)
         assert not problems, problems[:5]
-        print(f"\nversioned: {N_USERS} users at 3 versions, {counts['reads']} reads and {counts['writes']} writes "
+        if stacked:  # what the versioned rule wrote went through the attribute rule
+            fixed = {"_id", "owner", "age", "schemaVersion", "specs"}
+            assert [d for d in database.users.find() if set(d) - fixed] == []
+        print(f"\nversioned{' over attribute' if stacked else ''}: {N_USERS} users at 3 versions, {counts['reads']} reads and {counts['writes']} writes "
               f"from {CLIENTS} clients; {older_seeded - len(stuck)} of {older_seeded} older ones stored upgraded by reads, "
               f"{older_after - len(cannot)} by migrate, {len(cannot)} cannot upgrade; 0 wrong")
     finally:
