@@ -46,12 +46,16 @@
 // (rewrite/stacked_plan.h). A pattern may be the upper rule when its plans
 // run only commands on its collection that a plain collection takes; it
 // says so, and names the top-level fields its own filters read from the
-// documents as stored (checks and migrations filter on them directly):
+// documents as stored (checks and migrations filter on them directly), and
+// those its plans may write besides the application's:
 //   std::vector<std::string> FieldsReadAsStored() const;
+//   std::vector<std::string> FieldsWritten() const;
 // A pattern may be the lower rule when it answers every such command as a
 // plain collection would, from one stored document per document; it says
-// which top-level fields it stores as written:
+// which top-level fields it stores as written, and which names its stored
+// form uses for itself (no upper rule may write them):
 //   bool StoresAsWritten(std::string_view field) const;
+//   std::vector<std::string> ReservedFields() const;
 //
 // The concepts below state the rule part; patterns/rewrites.h states
 // the rewrite part. Each is checked for every entry of the list.
@@ -90,10 +94,12 @@ concept PatternRuleType = requires(const R& rule, const FileContext& ctx, const 
 template <typename R>
 concept StackUpperRule = requires(const R& rule) {
   { rule.FieldsReadAsStored() } -> std::same_as<std::vector<std::string>>;
+  { rule.FieldsWritten() } -> std::same_as<std::vector<std::string>>;
 };
 template <typename R>
 concept StackLowerRule = requires(const R& rule, std::string_view field) {
   { rule.StoresAsWritten(field) } -> std::same_as<bool>;
+  { rule.ReservedFields() } -> std::same_as<std::vector<std::string>>;
 };
 
 }  // namespace remold

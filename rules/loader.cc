@@ -46,15 +46,12 @@ std::vector<std::string> PatternList(const FileContext& ctx, const YAML::Node& r
   return names;
 }
 
-// The rule of the section `pattern` of the file, or nullopt (reported).
+// The rule of the section of `pattern` (a known one), or nullopt (reported).
 std::optional<PatternRule> ParseSection(const FileContext& ctx, const YAML::Node& root,
-                                        const std::string& pattern, const Namespace& logical,
-                                        const std::string& pattern_names, const YAML::Node& at) {
+                                        const std::string& pattern, const Namespace& logical) {
   std::optional<PatternRule> parsed;
-  bool known = false;
   ForEachPatternType([&]<typename R>() {
-    if (known || pattern != R::kName) return;
-    known = true;
+    if (pattern != R::kName) return;
     YAML::Node section = root[pattern];
     if (!section) {
       ctx.Report(root, "missing '" + pattern + "' section, expected the " + pattern + " rule's options");
@@ -64,7 +61,6 @@ std::optional<PatternRule> ParseSection(const FileContext& ctx, const YAML::Node
       ctx.Step([&] { parsed = R::Parse(ctx, section, logical); });
     }
   });
-  if (!known) ctx.Report(at, "unknown pattern '" + pattern + "', expected: " + pattern_names);
   return parsed;
 }
 
@@ -86,8 +82,15 @@ void CheckStack(const FileContext& ctx, const YAML::Node& at, const PatternRule&
                              "command as a plain collection would (rules that can: " +
                              PatternsThat<CanBeLower>() + ")");
         } else {
+          const std::vector<std::string> reserved = down.ReservedFields();
+          for (const std::string& field : up.FieldsWritten())
+            if (std::find(reserved.begin(), reserved.end(), field) != reserved.end())
+              ctx.Report(at, "cannot stack " + stack + ": the " + std::string(U::kName) + " rule writes '" +
+                                 field + "', a name the " + std::string(L::kName) +
+                                 " rule's stored form uses for itself; choose another name");
           for (const std::string& field : up.FieldsReadAsStored())
-            if (!down.StoresAsWritten(field))
+            if (!down.StoresAsWritten(field) &&
+                std::find(reserved.begin(), reserved.end(), field) == reserved.end())
               ctx.Report(at, "cannot stack " + stack + ": the " + std::string(U::kName) +
                                  " rule reads '" + field + "' as stored, and the " +
                                  std::string(L::kName) + " rule does not store it as written "
@@ -124,10 +127,18 @@ std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
   Rule rule;
   rule.name = std::filesystem::path(source).stem().string();
   rule.source = source;
+  bool all_known = true;
+  for (const std::string& pattern : patterns) {
+    bool known = false;
+    ForEachPatternType([&]<typename R>() { known |= pattern == R::kName; });
+    if (!known) ctx.Report(root["pattern"], "unknown pattern '" + pattern + "', expected: " + pattern_names);
+    all_known &= known;
+  }
+  if (!all_known) return std::nullopt;
   std::vector<PatternRule> layers;
   for (const std::string& pattern : patterns) {
     std::optional<PatternRule> layer =
-        ParseSection(ctx, root, pattern, logical, pattern_names, root["pattern"]);
+        ParseSection(ctx, root, pattern, logical);
     if (layer) layers.push_back(std::move(*layer));
   }
   for (const auto& entry : root) {

@@ -48,6 +48,7 @@ struct AttributeRule {
   bool StoresAsWritten(std::string_view field) const {
     return !IsAttribute(field) && field != array_field;
   }
+  std::vector<std::string> ReservedFields() const { return {array_field}; }
 
   static constexpr std::string_view kName = "attribute";
   // Parses the rule file's `attribute:` section (a mapping).

@@ -54,6 +54,15 @@ bool VersionedRule::Changes(std::string_view name) const {
   return false;
 }
 
+std::vector<std::string> VersionedRule::FieldsWritten() const {
+  std::vector<std::string> written{field};
+  for (const DocumentVersion& version : versions)
+    for (const UpgradeStep& step : version.upgrade)
+      for (const std::string& changed : step.Changes())
+        if (std::find(written.begin(), written.end(), changed) == written.end()) written.push_back(changed);
+  return written;
+}
+
 namespace {
 
 const std::map<std::string, UpgradeStep::Type>& TypeNames() {

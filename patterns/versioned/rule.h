@@ -87,6 +87,8 @@ struct VersionedRule {
   // In a stack (patterns/pattern.h), the upper rule: the version field is
   // what its checks and migrations filter on.
   std::vector<std::string> FieldsReadAsStored() const { return {field}; }
+  // The version field, and every field an upgrade step changes.
+  std::vector<std::string> FieldsWritten() const;
 };
 
 }  // namespace remold

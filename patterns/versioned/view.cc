@@ -95,14 +95,16 @@ class UpgradeText {
     const Text last = Q("$$" + var(steps));
     Text body = Cond(IsNull(last), "null", Set(last, rule_.field, R"({"$literal": )" + std::to_string(version.number) + "}"));
     for (size_t i = steps; i > 0; --i) {
-      const std::string before = i == 1 ? input : "$$" + var(i - 1);
+      const std::string before = "$$" + var(i - 1);
       Text value = Step(version.upgrade[i - 1], before);
       if (i > 1) value = Cond(IsNull(Q(before)), "null", value);
       body = Let(var(i), value, body);
     }
-    if (steps == 0) body = Let(var(0), Q(input), body);
-    // The input is named outside the bindings only: a server may resolve
-    // $$ROOT inside a $map to the variables in scope.
+    // The steps read the input through a variable of their own, bound
+    // outside them: a server may resolve $$ROOT inside a $map or $filter to
+    // the element in scope (the test backend does, in a step's nested
+    // $filter), so $$ROOT appears only where no step has begun.
+    body = Let(var(0), Q(input), body);
     return R"({"$ifNull": [)" + body + ", " + Q(input) + "]}";
   }
 

@@ -375,12 +375,27 @@ versioned:
 """
 
 
+# A version whose first step moves fields into a subdocument (the test
+# backend resolved $$ROOT inside the step's nested $filter to the element in
+# scope, and dropped the connection on every read).
+HOMES = """namespace: {db}.homes
+pattern: versioned
+versioned:
+  versions:
+    - version: 1
+    - version: 2
+      upgrade:
+        - move: {{fields: [street, city], into: address}}
+"""
+
+
 def test_versioned_writes_meet_documents_as_reads_see_them(private_remold, direct_client, db_name, tmp_path):
     """A write's filter matches what a read shows, never an older shape as
     stored; the older documents it does match are upgraded first, however
     many cannot be."""
     rules = rule_dir(tmp_path, db_name)
     (rules / "places.yaml").write_text(PLACES.format(db=db_name))
+    (rules / "homes.yaml").write_text(HOMES.format(db=db_name))
     database = direct_client[db_name]
     database.users.insert_many([{"_id": 1, "name": "Ana Rao", "zip": "12345"},
                                 {"_id": 2, "schemaVersion": 3, "firstName": "Bo", "postcode": "999"},
@@ -390,6 +405,9 @@ def test_versioned_writes_meet_documents_as_reads_see_them(private_remold, direc
     database.users.insert_many([{"_id": 100 + i, "name": 42} for i in range(1200)])
     database.users.insert_one({"_id": 5000, "name": "Ann Lee"})
     database.places.insert_one({"_id": 1, "name": "home", "address": {"city": "Oslo", "street": "Main"}})
+    database.homes.insert_many([{"_id": 1, "street": "Main", "city": "Oslo", "rooms": 3},
+                                {"_id": 2, "address": {"zip": "0150"}, "city": "Oslo"},
+                                {"_id": 3, "address": "none", "city": "Lima"}])
     try:
         remold = private_remold(extra_args=("--rules", str(rules)))
         users = pymongo.MongoClient(remold.uri)[db_name].users
@@ -417,6 +435,12 @@ def test_versioned_writes_meet_documents_as_reads_see_them(private_remold, direc
         places = pymongo.MongoClient(remold.uri)[db_name].places
         assert list(places.find()) == [{"_id": 1, "name": "home", "city": "Oslo",
                                         "address": {"street": "Main"}, "schemaVersion": 2}]
+        homes = pymongo.MongoClient(remold.uri)[db_name].homes
+        assert list(homes.find().sort("_id", 1)) == [
+            {"_id": 1, "rooms": 3, "address": {"street": "Main", "city": "Oslo"}, "schemaVersion": 2},
+            {"_id": 2, "address": {"zip": "0150", "city": "Oslo"}, "schemaVersion": 2},
+            {"_id": 3, "address": "none", "city": "Lima"}]  # nowhere to move into: as stored
+        assert homes.count_documents({"address.city": "Oslo"}) == 2
     finally:
         drop_database_after_kills(direct_client, db_name)
 
