@@ -30,8 +30,8 @@ int CheckBackendData(const RuleSet& rules, const std::string& backend_uri, std::
     for (const UnconvertedProbe& probe : UnconvertedProbes(rules)) {
       const int64_t count = client.CountDocuments(probe.logical, probe.filter.get(), kUnconvertedCountLimit);
       if (count == 0) {
-        out << "rule '" << probe.rule << "': no document of " << probe.logical.full()
-            << " written before the rule\n";
+        out << "rule '" << probe.rule << "' (" << probe.pattern << ", " << probe.logical.full()
+            << "): no document written before the rule\n";
         continue;
       }
       ++unconverted;

@@ -6,10 +6,15 @@ ways, in one run:
     (the find runs as an aggregate over the upgrade, which changes nothing);
   - older: the same rule's collection, every user at the first version (each
     read upgrades what it returns; write_back off, so it stays older).
-Rounds alternate the three; prints p50 and p99 latency per case and the
+With --stacked, three more: the same users with their fields stored as
+{k, v} pairs,
+  - attribute: an attribute rule alone, users at the current version;
+  - stacked current / stacked older: `pattern: [versioned, attribute]`,
+    users at the current / first version (each read unfolds, then upgrades).
+Rounds alternate the cases; prints p50 and p99 latency per case and the
 ratio of each to plain.
 
-Usage: .venv/bin/python bench/versioned_read_run.py [--build build] [--n 10000] [--reads 2000] [--rounds 3]
+Usage: .venv/bin/python bench/versioned_read_run.py [--build build] [--n 10000] [--reads 2000] [--rounds 3] [--stacked]
 A backend: REMOLD_BENCH_BACKEND=mongodb://..., else a mongo-java-server is
 started here.
 """
@@ -44,6 +49,23 @@ versioned:
 """
 
 
+ATTRIBUTE = """namespace: {db}.{name}
+pattern: attribute
+attribute:
+  except: [schemaVersion]
+"""
+
+STACKED = RULE.replace("pattern: versioned", "pattern: [versioned, attribute]") + """attribute:
+  except: [schemaVersion]
+"""
+
+
+def folded(doc: dict) -> dict:
+    """A user as an attribute rule with `except: [schemaVersion]` stores it."""
+    fixed = {k: v for k, v in doc.items() if k in ("_id", "schemaVersion")}
+    return dict(fixed, specs=[{"k": k, "v": v} for k, v in doc.items() if k not in fixed])
+
+
 def first_version(i: int) -> dict:
     return {"_id": i, "name": f"First{i} Last{i % 97}", "zip": 10000 + i, "street": f"{i} Main",
             "city": ["Oslo", "Lima"][i % 2]}
@@ -65,7 +87,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10000)
     parser.add_argument("--reads", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--stacked", action="store_true")
     args = parser.parse_args()
+    # name: (rule text or None, stored documents)
+    cases = {"plain": (None, current_version), "current": (RULE, current_version), "older": (RULE, first_version)}
+    if args.stacked:
+        cases.update({"attribute": (ATTRIBUTE, lambda i: folded(current_version(i))),
+                      "stacked_current": (STACKED, lambda i: folded(current_version(i))),
+                      "stacked_older": (STACKED, lambda i: folded(first_version(i)))})
     backend_proc = remold = None
     uri = os.environ.get("REMOLD_BENCH_BACKEND")
     if not uri:
@@ -74,12 +103,13 @@ def main() -> None:
         direct = pymongo.MongoClient(uri)
         db = direct["remold_versioned_bench"]
         direct.drop_database(db.name)
-        for name, shape in (("plain", current_version), ("current", current_version), ("older", first_version)):
+        for name, (_, shape) in cases.items():
             for start in range(0, args.n, 5000):
                 db[name].insert_many([shape(i) for i in range(start, min(args.n, start + 5000))])
         with tempfile.TemporaryDirectory() as rules:
-            for name in ("current", "older"):
-                Path(rules, name + ".yaml").write_text(RULE.format(db=db.name, name=name))
+            for name, (rule, _) in cases.items():
+                if rule:
+                    Path(rules, name + ".yaml").write_text(rule.format(db=db.name, name=name))
             remold = subprocess.Popen([str(Path(args.build, "remold")), "serve", "--backend", uri, "--listen",
                                        "127.0.0.1:0", "--rules", rules, "--log-level", "warn"],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -99,13 +129,14 @@ def main() -> None:
             print(f"versioned read bench: {args.n:,} users per collection, {args.reads:,} reads x {args.rounds} "
                   f"rounds, backend {uri}")
             for label, query in queries.items():
-                samples: dict[str, list[float]] = {"plain": [], "current": [], "older": []}
+                samples: dict[str, list[float]] = {name: [] for name in cases}
                 for name in samples:  # warm up
                     for _ in range(50):
                         query(through[name])
                 reads = args.reads if label.startswith("findOne") else max(20, args.reads // 50)
                 for round_index in range(args.rounds):
-                    order = list(samples)[round_index % 3:] + list(samples)[:round_index % 3]
+                    shift = round_index % len(samples)
+                    order = list(samples)[shift:] + list(samples)[:shift]
                     for name in order:
                         collection = through[name]
                         for _ in range(reads):
@@ -117,7 +148,7 @@ def main() -> None:
                 print(f"\n{label} ({reads} per round)")
                 for name, values in samples.items():
                     p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
-                    print(f"  {name:8} p50 {p50 * 1e6:9.0f} us  p99 {p99 * 1e6:9.0f} us  "
+                    print(f"  {name:15} p50 {p50 * 1e6:9.0f} us  p99 {p99 * 1e6:9.0f} us  "
                           f"p50 vs plain {p50 / plain_p50:6.2f}x")
         direct.drop_database(db.name)
     finally:
