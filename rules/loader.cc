@@ -137,8 +137,7 @@ std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
   if (!all_known) return std::nullopt;
   std::vector<PatternRule> layers;
   for (const std::string& pattern : patterns) {
-    std::optional<PatternRule> layer =
-        ParseSection(ctx, root, pattern, logical);
+    std::optional<PatternRule> layer = ParseSection(ctx, root, pattern, logical);
     if (layer) layers.push_back(std::move(*layer));
   }
   for (const auto& entry : root) {
