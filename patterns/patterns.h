@@ -8,6 +8,7 @@
 // checked for every entry, so a pattern left half-added fails to compile.
 #pragma once
 
+#include <string_view>
 #include <variant>
 
 #include "patterns/attribute/rule.h"
@@ -20,6 +21,11 @@ namespace remold {
 
 // In the order error messages name them.
 using PatternRule = std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule>;
+
+// The name of `rule`'s pattern: "bucket", "attribute", ...
+inline std::string_view PatternName(const PatternRule& rule) {
+  return std::visit([](const auto& p) { return p.kName; }, rule);
+}
 
 // Calls fn.template operator()<R>() for each pattern's rule type R, in the
 // order of the list: [&]<typename R>() { ... R::kName ... }.

@@ -38,14 +38,13 @@ struct Rule {
   std::string pattern_name() const {
     std::string out;
     for (const PatternRule* layer : layers())
-      out += (out.empty() ? "" : " over ") +
-             std::string(std::visit([](const auto& p) { return p.kName; }, *layer));
+      out += (out.empty() ? "" : " over ") + std::string(PatternName(*layer));
     return out;
   }
   // Whether one of the layers is a rule of the pattern `name`.
   bool Has(std::string_view name) const {
     for (const PatternRule* layer : layers())
-      if (std::visit([](const auto& p) { return p.kName; }, *layer) == name) return true;
+      if (PatternName(*layer) == name) return true;
     return false;
   }
 

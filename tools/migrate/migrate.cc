@@ -256,7 +256,7 @@ int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ost
       const std::vector<const PatternRule*> layers = rule->layers();
       std::string names;
       for (size_t i = 0; i < layers.size(); ++i) {
-        const std::string name(std::visit([](const auto& p) { return p.kName; }, *layers[i]));
+        const std::string name(PatternName(*layers[i]));
         names += (names.empty() ? "" : " or ") + name;
         if (name != options.layer) continue;
         layer_rule = Rule{rule->name + "/" + name, rule->source, *layers[i], {}};
