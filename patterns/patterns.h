@@ -15,12 +15,13 @@
 #include "patterns/bucket/rule.h"
 #include "patterns/computed/rule.h"
 #include "patterns/pattern.h"
+#include "patterns/subset/rule.h"
 #include "patterns/versioned/rule.h"
 
 namespace remold {
 
 // In the order error messages name them.
-using PatternRule = std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule>;
+using PatternRule = std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule, SubsetRule>;
 
 // The name of `rule`'s pattern: "bucket", "attribute", ...
 inline std::string_view PatternName(const PatternRule& rule) {

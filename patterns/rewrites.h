@@ -10,6 +10,7 @@
 #include "patterns/bucket/rewrite.h"
 #include "patterns/computed/rewrite.h"
 #include "patterns/patterns.h"
+#include "patterns/subset/rewrite.h"
 #include "patterns/versioned/rewrite.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"

@@ -11,7 +11,7 @@
 
 #include "rewrite/command.h"
 #include "rewrite/command_queue.h"
-#include "patterns/computed/update_apply.h"
+#include "patterns/source_writes/update_apply.h"
 #include "rules/rule.h"
 
 namespace remold {

@@ -273,29 +273,7 @@ BackendCommand AggregateMaintenance::UpdateCommand(const std::vector<Doc>& state
 }
 
 void AggregateMaintenance::WarnOnFailure(const Doc& reply, const std::string& what) {
-  std::string failure;
-  int code = 8;  // UnknownError
-  if (!IsOkReply(reply)) {
-    failure = FindString(reply.get(), "errmsg").value_or("no errmsg");
-  } else if (auto errors = Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
-    for (const Doc& error : ArrayDocuments(*errors)) {
-      if (failure.empty()) code = static_cast<int>(FindInteger(error.get(), "code").value_or(8));
-      failure += (failure.empty() ? "" : "; ") + FindString(error.get(), "errmsg").value_or("no errmsg");
-    }
-  }
-  if (failure.empty()) return;
-  if (InTransaction(client_)) {
-    // The backend aborted the client's transaction: it gets the error.
-    if (!IsOkReply(reply)) {
-      abort_(reply);
-    } else {
-      abort_(ErrorReply(code, "",
-                        "remold: " + what + " " + aggregate_.target.full() + " failed: " + failure));
-    }
-    return;
-  }
-  warnings_->push_back(what + " " + aggregate_.target.full() + " failed: " + failure +
-                       "; run `remold reconcile` to repair it");
+  ReportFollowUpFailure(FollowerContext{client_, warnings_, abort_}, reply, what + " " + aggregate_.target.full());
 }
 
 void AggregateMaintenance::Schedule(CommandQueue& queue) {

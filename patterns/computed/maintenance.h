@@ -36,11 +36,12 @@
 
 #include "rewrite/command.h"
 #include "rewrite/command_queue.h"
+#include "patterns/source_writes/source_rule.h"
 #include "rules/rule.h"
 
 namespace remold {
 
-class AggregateMaintenance {
+class AggregateMaintenance : public Follower {
  public:
   // `abort` is called with an error reply when a step fails inside the
   // client's transaction (the backend aborted it: nothing more may run).
@@ -50,9 +51,9 @@ class AggregateMaintenance {
 
   // A source document's inputs (the aggregate's `inputs`) before and after
   // the write; nullptr for "did not exist" / "no longer exists".
-  void Record(const bson_t* before, const bson_t* after);
+  void Record(const bson_t* before, const bson_t* after) override;
 
-  void Schedule(CommandQueue& queue);
+  void Schedule(CommandQueue& queue) override;
 
  private:
   struct NumberDelta {

@@ -1,7 +1,7 @@
 // Unit tests of what an upsert's insert holds, worked out without reading it
-// back (patterns/computed/update_apply.h): a document another client deletes
+// back (patterns/source_writes/update_apply.h): a document another client deletes
 // at once is still counted.
-#include "patterns/computed/update_apply.h"
+#include "patterns/source_writes/update_apply.h"
 
 #include <gtest/gtest.h>
 

@@ -8,6 +8,7 @@
 #include "tools/reconcile/aggregate.h"
 #include "tools/reconcile/context.h"
 #include "tools/reconcile/fields.h"
+#include "tools/reconcile/subset.h"
 
 namespace remold {
 namespace {
@@ -45,36 +46,41 @@ Options ParseOptions(const std::vector<std::string>& args) {
   return options;
 }
 
-// "a bucket rule", "an attribute rule".
-std::string PatternName(const Rule& rule) {
-  if (std::holds_alternative<BucketRule>(rule.pattern)) return "a bucket rule";
-  if (std::holds_alternative<AttributeRule>(rule.pattern)) return "an attribute rule";
-  return "a computed rule";
+// "an attribute rule", "a versioned over attribute rule".
+std::string RuleKind(const Rule& rule) {
+  const std::string name = rule.pattern_name();
+  const bool vowel = std::string_view("aeiou").find(name.front()) != std::string_view::npos;
+  return std::string(vowel ? "an " : "a ") + name + " rule";
 }
 
-std::string ComputedRuleNames(const RuleSet& rules) {
+// Whether `rule` maintains values or copies that reconciliation checks.
+bool Reconciled(const Rule& rule) {
+  return std::holds_alternative<ComputedRule>(rule.pattern) || std::holds_alternative<SubsetRule>(rule.pattern);
+}
+
+std::string ReconciledRuleNames(const RuleSet& rules) {
   std::string names;
   for (const Rule& rule : rules.rules()) {
-    if (std::holds_alternative<ComputedRule>(rule.pattern)) names += (names.empty() ? "" : ", ") + rule.name;
+    if (Reconciled(rule)) names += (names.empty() ? "" : ", ") + rule.name;
   }
   return names.empty() ? "none" : names;
 }
 
-// The rules to reconcile: the one named, or every computed rule.
+// The rules to reconcile: the one named, or every computed and subset rule.
 std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<std::string>& name,
                                      const std::string& directory) {
   std::vector<const Rule*> selected;
   for (const Rule& rule : rules.rules()) {
     if (name && rule.name != *name) continue;
-    if (name && !std::holds_alternative<ComputedRule>(rule.pattern))
-      throw UsageError("rule '" + *name + "' (" + rule.source + ") is " + PatternName(rule) +
-                       "; only computed rules are reconciled (computed rules: " +
-                       ComputedRuleNames(rules) + ")");
-    if (std::holds_alternative<ComputedRule>(rule.pattern)) selected.push_back(&rule);
+    if (name && !Reconciled(rule))
+      throw UsageError("rule '" + *name + "' (" + rule.source + ") is " + RuleKind(rule) +
+                       "; only computed and subset rules are reconciled (those rules: " +
+                       ReconciledRuleNames(rules) + ")");
+    if (Reconciled(rule)) selected.push_back(&rule);
   }
   if (name && selected.empty())
-    throw UsageError("no rule named '" + *name + "' in " + directory + " (computed rules: " +
-                     ComputedRuleNames(rules) + ")");
+    throw UsageError("no rule named '" + *name + "' in " + directory + " (computed and subset rules: " +
+                     ReconciledRuleNames(rules) + ")");
   return selected;
 }
 
@@ -120,6 +126,8 @@ int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_i
 }  // namespace
 
 std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule) {
+  if (const auto* subset = std::get_if<SubsetRule>(&rule.pattern))
+    return {CheckSubset(context, rule.name, *subset)};
   const auto& computed = std::get<ComputedRule>(rule.pattern);
   std::vector<Summary> summaries;
   for (const ComputedAggregate& aggregate : computed.aggregates)
@@ -131,14 +139,16 @@ std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule
 std::string ReconcileUsage() {
   return "usage: remold reconcile --config FILE [--rule NAME] [--fix]\n"
          "\n"
-         "Recomputes every value the computed rules maintain from the source data and\n"
-         "reports the documents that drifted; with --fix, repairs them.\n"
+         "Recomputes every value the computed rules maintain, and every subset the\n"
+         "subset rules embed, from the source data and reports the documents that\n"
+         "drifted; with --fix, repairs them.\n"
          "\n"
          "flags:\n"
          "  --config FILE   the configuration `remold serve` reads (backend, rules)\n"
          "  --backend URI   override the backend of the file\n"
          "  --rules DIR     override the rules directory of the file\n"
-         "  --rule NAME     only the computed rule of this file stem (default: all)\n"
+         "  --rule NAME     only the rule of this file stem (default: every computed\n"
+         "                  and subset rule)\n"
          "  --fix           repair drifted documents (guarded: a document changed\n"
          "                  meanwhile is left alone and reported)\n"
          "\n"
@@ -156,7 +166,7 @@ int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     Plan plan = Prepare(options, err);
     if (plan.selected.empty()) {
-      err << prefix << "no computed rules in " << plan.config.rules_dir << "; nothing to do\n";
+      err << prefix << "no computed or subset rules in " << plan.config.rules_dir << "; nothing to do\n";
       return kClean;
     }
     return Reconcile(plan, out, err, err_is_terminal);

@@ -1,0 +1,114 @@
+#include "tools/reconcile/subset.h"
+
+#include <optional>
+
+namespace remold {
+namespace {
+
+// {v: [the first N children, as the parent embeds them]}.
+Doc ExpectedArray(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& parent_id) {
+  Doc filter, no_element, sort, projection, options;
+  AppendValue(filter.mut(), subset.link_from, parent_id);
+  BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
+  AppendDoc(filter.mut(), subset.link_from + ".0", no_element);
+  for (const SubsetSortKey& key : subset.Order()) BSON_APPEND_INT32(sort.mut(), key.field.c_str(), key.direction);
+  BSON_APPEND_INT32(projection.mut(), "_id", 1);
+  for (const std::string& f : subset.fields) BSON_APPEND_INT32(projection.mut(), f.c_str(), 1);
+  AppendDoc(options.mut(), "sort", sort);
+  AppendDoc(options.mut(), "projection", projection);
+  BSON_APPEND_INT64(options.mut(), "limit", subset.limit);
+  std::vector<Doc> children;
+  context.backend.Find(subset.logical, filter.get(), options.get(),
+                       [&](DocumentView view) { children.push_back(Doc::FromBson(view.bson)); });
+  Doc expected;
+  AppendArray(expected.mut(), "v", children);
+  return expected;
+}
+
+// Whether `stored` ({v: value}, or nullopt: missing) is `expected`; no
+// array at all is as good as an empty one.
+bool InStep(const std::optional<Doc>& stored, const Doc& expected) {
+  if (!stored) return ArrayDocuments(*Find(expected.get(), "v")).empty();
+  return *stored == expected;
+}
+
+std::optional<Doc> StoredArray(const bson_t* parent, const std::string& array) {
+  std::optional<bson_iter_t> value = Find(parent, array);
+  if (!value) return std::nullopt;
+  Doc box;
+  AppendValue(box.mut(), "v", *value);
+  return box;
+}
+
+// The parent as it is now ({_id, array}), or nullopt when it is gone.
+std::optional<Doc> ReadParent(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& id) {
+  Doc filter, projection, options;
+  AppendValue(filter.mut(), "_id", id);
+  BSON_APPEND_INT32(projection.mut(), subset.array.c_str(), 1);
+  AppendDoc(options.mut(), "projection", projection);
+  BSON_APPEND_INT64(options.mut(), "limit", 1);
+  std::optional<Doc> parent;
+  context.backend.Find(subset.parent, filter.get(), options.get(),
+                       [&](DocumentView view) { parent = Doc::FromBson(view.bson); });
+  return parent;
+}
+
+bson_iter_t Unboxed(const Doc& box) {
+  bson_iter_t it;
+  bson_iter_init_find(&it, box.get(), "v");
+  return it;
+}
+
+}  // namespace
+
+Summary CheckSubset(const CheckContext& context, const std::string& rule, const SubsetRule& subset) {
+  Summary summary;
+  summary.rule = rule;
+  summary.ns = subset.parent.full();
+  Progress progress(context.err, context.terminal, context.Scanning(rule, subset.parent),
+                    context.backend.EstimatedCount(subset.parent));
+  Doc projection, options;
+  BSON_APPEND_INT32(projection.mut(), "_id", 1);
+  AppendDoc(options.mut(), "projection", projection);
+  // The parents' _ids first: each check below queries the backend, which a
+  // cursor still open on the same connection would not allow.
+  std::vector<Doc> ids;
+  context.backend.Find(subset.parent, Doc().get(), options.get(), [&](DocumentView view) {
+    progress.Step();
+    ++summary.checked;
+    std::optional<bson_iter_t> id = Find(view.bson, "_id");
+    if (!id) return;
+    Doc box;
+    AppendValue(box.mut(), "v", *id);
+    ids.push_back(std::move(box));
+  });
+  for (const Doc& boxed : ids) {
+    bson_iter_t id = Unboxed(boxed);
+    // The parent first, then its children: a child written in between is
+    // drift only if its follow-up has not reached the parent.
+    std::optional<Doc> parent = ReadParent(context, subset, id);
+    if (!parent) continue;
+    std::optional<Doc> stored = StoredArray(parent->get(), subset.array);
+    Doc expected = ExpectedArray(context, subset, id);
+    if (InStep(stored, expected)) continue;
+    DocumentDrift drift;
+    drift.ns = subset.parent.full();
+    drift.identity = IdentityOf(parent->get()).ToRelaxedJson();
+    FieldDrift field;
+    field.field = subset.array;
+    if (stored) field.observed = Value::Of(Unboxed(*stored));
+    field.expected = Value::Of(Unboxed(expected));
+    drift.fields.push_back(field);
+    if (context.fix) {
+      Guard guard{subset.array, field.observed};
+      Doc filter = GuardedFilter(IdentityOf(parent->get()), {guard});
+      context.Repair(subset.parent, filter, RepairUpdate(drift.fields), false, drift);
+    }
+    summary.Count(drift);
+    context.Report(&progress, drift);
+  }
+  progress.Finish();
+  return summary;
+}
+
+}  // namespace remold
