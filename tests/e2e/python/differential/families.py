@@ -1,13 +1,14 @@
 """One family per rule: the rule file, the documents and fields the generator
 draws from, the plain collections set up beside the ruled one, and for
-computed the oracle that keeps the flat copy's computed values.
+computed and subset the oracle that keeps what the rule maintains on the
+flat copy.
 
 Every family names its collections the same in both databases: ``c`` (ruled
 through remold, plain on the flat side), ``o`` (plain everywhere: the
 collection whose pipelines read ``c``), ``c2`` (a rename target) and, for
-computed, ``t`` (the rule's target; on the flat side maintained by
-``Computed.maintain``, which recomputes it from the flat source after every
-write).
+computed and subset, ``t`` (the rule's target or parent; on the flat side
+maintained by the family's ``maintain``, which recomputes it from the flat
+source after every write).
 """
 from __future__ import annotations
 
@@ -327,4 +328,88 @@ computed:
         return out
 
 
-FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed())}
+def sort_value(value, descending: bool):
+    """A value's place in MongoDB's sort order (numbers < strings <
+    documents < arrays... as bson_order), an array sorting by its largest
+    element when descending and its smallest ascending, an empty one before
+    null; missing is null."""
+    if value is MISSING or value is None:
+        return (0,)
+    if isinstance(value, list):
+        if not value:
+            return (-1,)
+        keys = [sort_value(v, descending) for v in value]
+        return max(keys) if descending else min(keys)
+    return bson_order(value)
+
+
+class Subset(Family):
+    name = "subset"
+    fields = ("_id", "pid", "stars", "at", "note")
+    join_fields = ("pid", "stars")
+    names = LOGICAL + ("t",)
+    outputs = ("t",)
+    resyncable = False
+    LIMIT = 3
+    TARGETS = (1, 2, 3)
+
+    def rules(self, db):
+        return {"c.yaml": f"""\
+namespace: {db}.c
+pattern: subset
+subset:
+  parent: t
+  link: pid
+  array: recent
+  sort: {{at: -1}}
+  limit: {self.LIMIT}
+  fields: [stars, at]
+"""}
+
+    def setup(self, db):
+        super().setup(db)
+        db.t.insert_many([{"_id": i, "title": f"product {i}"} for i in self.TARGETS])
+
+    def join_values(self):
+        return [None, 1, 2, 3, 99]
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        for field in ("pid", "stars", "at", "note"):
+            if field == "pid" or rng.random() < 0.8:
+                put(doc, field, self.value(rng, field))
+        return doc
+
+    def value(self, rng, field):
+        if field == "pid":
+            return pick(rng, 1, 1, 2, 3, 99, None, [1, 2], MISSING)
+        if field == "stars":
+            return pick(rng, 1, 2, 3, 4, 5, None, 2.5)
+        if field == "at":
+            # Minutes apart, from few enough values that ties happen.
+            return T0 + dt.timedelta(minutes=rng.randrange(0, 30))
+        return super().value(rng, field)
+
+    # -- the oracle: each parent's first LIMIT children, from the flat source.
+
+    def maintain(self, flat_db):
+        children = list(flat_db.c.find())
+        for parent in flat_db.t.find():
+            linked = [c for c in children if "pid" in c and c["pid"] is not None
+                      and not isinstance(c["pid"], (list, bool)) and c["pid"] == parent["_id"]]
+            linked.sort(key=lambda c: (sort_value(c.get("at", MISSING), True), bson_order(c["_id"])),
+                        reverse=True)
+            want = [{k: v for k, v in c.items() if k in ("_id", "stars", "at")} for c in linked[:self.LIMIT]]
+            if parent.get("recent", MISSING if not want else None) == want:
+                continue
+            flat_db.t.update_one({"_id": parent["_id"]}, {"$set": {"recent": want}})
+
+    def normalize_state(self, name, doc):
+        """Parents: no array equals an empty one (a parent no child ever
+        linked to holds none)."""
+        if name != "t" or doc.get("recent", MISSING) != []:
+            return doc
+        return {k: v for k, v in doc.items() if k != "recent"}
+
+
+FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset())}
