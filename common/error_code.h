@@ -34,6 +34,7 @@ inline constexpr ErrorCode kCommandNotFound{59, "CommandNotFound"};
 inline constexpr ErrorCode kImmutableField{66, "ImmutableField"};
 inline constexpr ErrorCode kInvalidOptions{72, "InvalidOptions"};
 inline constexpr ErrorCode kCommandNotSupported{115, "CommandNotSupported"};
+inline constexpr ErrorCode kDocumentValidationFailure{121, "DocumentValidationFailure"};
 inline constexpr ErrorCode kCommandNotSupportedOnView{166, "CommandNotSupportedOnView"};
 inline constexpr ErrorCode kUnsupportedOpQueryCommand{352, "UnsupportedOpQueryCommand"};
 inline constexpr ErrorCode kBSONObjectTooLarge{10334, "BSONObjectTooLarge"};

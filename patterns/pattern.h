@@ -57,6 +57,18 @@
 //   bool StoresAsWritten(std::string_view field) const;
 //   std::vector<std::string> ReservedFields() const;
 //
+// Fields of other collections. A rule that writes fields of documents in
+// other collections (maintained values, an embedded subset) names them, so
+// that the loader refuses two rules writing the same field:
+//   std::vector<std::pair<Namespace, std::string>> FieldsWrittenElsewhere() const;
+//
+// Watching. A rule whose plans follow writes to another collection too
+// (an extended reference kept in sync with the documents it copies) names
+// it; commands on it then reach the rule's RewritePattern as they reach it
+// for the logical collection. The loader refuses a watched collection that
+// is another rule's, or that two rules watch:
+//   std::vector<Namespace> Watches() const;
+//
 // The concepts below state the rule part; patterns/rewrites.h states
 // the rewrite part. Each is checked for every entry of the list.
 #pragma once
@@ -64,6 +76,7 @@
 #include <concepts>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rules/namespace.h"
@@ -100,6 +113,18 @@ template <typename R>
 concept StackLowerRule = requires(const R& rule, std::string_view field) {
   { rule.StoresAsWritten(field) } -> std::same_as<bool>;
   { rule.ReservedFields() } -> std::same_as<std::vector<std::string>>;
+};
+
+// The optional part for fields of other collections (above).
+template <typename R>
+concept WritesFieldsElsewhere = requires(const R& rule) {
+  { rule.FieldsWrittenElsewhere() } -> std::same_as<std::vector<std::pair<Namespace, std::string>>>;
+};
+
+// The optional part for watching (above).
+template <typename R>
+concept WatchingRule = requires(const R& rule) {
+  { rule.Watches() } -> std::same_as<std::vector<Namespace>>;
 };
 
 }  // namespace remold

@@ -14,6 +14,7 @@
 #include "patterns/attribute/rule.h"
 #include "patterns/bucket/rule.h"
 #include "patterns/computed/rule.h"
+#include "patterns/extended_reference/rule.h"
 #include "patterns/pattern.h"
 #include "patterns/subset/rule.h"
 #include "patterns/versioned/rule.h"
@@ -21,7 +22,8 @@
 namespace remold {
 
 // In the order error messages name them.
-using PatternRule = std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule, SubsetRule>;
+using PatternRule =
+    std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule, SubsetRule, ExtendedReferenceRule>;
 
 // The name of `rule`'s pattern: "bucket", "attribute", ...
 inline std::string_view PatternName(const PatternRule& rule) {

@@ -9,6 +9,7 @@
 #include "patterns/attribute/rewrite.h"
 #include "patterns/bucket/rewrite.h"
 #include "patterns/computed/rewrite.h"
+#include "patterns/extended_reference/rewrite.h"
 #include "patterns/patterns.h"
 #include "patterns/subset/rewrite.h"
 #include "patterns/versioned/rewrite.h"

@@ -50,7 +50,7 @@ std::optional<Command> CommandForRules(const wire::Request& request, const RuleS
     return std::nullopt;
   std::optional<CommandNamespace> ns = ResolveNamespace(request.command, &body);
   if (!ns) return std::nullopt;
-  const bool ruled = ns->collection && rules.Find(ns->db, *ns->collection);
+  const bool ruled = ns->collection && rules.FindForCommand(ns->db, *ns->collection);
   if (!ruled && !MayConcernRulesElsewhere(request.command)) return std::nullopt;
 
   Command command;

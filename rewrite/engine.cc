@@ -64,7 +64,8 @@ std::optional<Plan> RewriteForTarget(const Command& command, const RuleSet& rule
                                      const Capabilities& caps) {
   std::optional<CommandNamespace> ns = ResolveNamespace(command.name, command.body.get());
   if (!ns || !ns->collection) return std::nullopt;
-  const Rule* rule = rules.Find(ns->db, *ns->collection);  // dataSize names another database
+  // dataSize names another database; a watched collection reaches its watcher.
+  const Rule* rule = rules.FindForCommand(ns->db, *ns->collection);
   if (!rule) return std::nullopt;
   std::optional<Plan> plan = RewriteLayer(command, *rule, 0, caps);
   if (plan) plan->rule = rule->name;

@@ -175,7 +175,8 @@ class Planner {
         Refuse(rule, error_codes::kInvalidOptions,
                "dropDatabase of '" + db + "' is not supported: the rule maintains " + w.ns.full() +
                    " in another database, which would keep values derived from the dropped "
-                   "documents; drop " + rule.logical().full() + " first");
+                   "documents; drop the collections of '" + db + "' one by one (" + rule.logical().full() +
+                   " once its documents are deleted), or remove the rule");
         return;
       }
     }

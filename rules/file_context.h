@@ -70,17 +70,22 @@ class FileContext {
     return out;
   }
 
-  // Reports every key of `map` not in `allowed`.
+  // Reports every key of `map` not in `allowed`, and every key given twice
+  // (YAML would silently keep the first).
   void CheckKeys(const YAML::Node& map, const std::string& where,
                  const std::set<std::string>& allowed) const {
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    std::set<std::string> seen;
     for (const auto& entry : map) {
       if (!entry.first.IsScalar())
         Report(entry.first, "a key in " + where + " is " + Found(entry.first) + ", expected one of: " + list);
       else if (!allowed.count(entry.first.Scalar()))
         Report(entry.first, "unknown key '" + entry.first.Scalar() + "' in " + where +
                                 ", expected one of: " + list);
+      else if (!seen.insert(entry.first.Scalar()).second)
+        Report(entry.first, "key '" + entry.first.Scalar() + "' is given twice in " + where +
+                                ", expected each key once");
     }
   }
 

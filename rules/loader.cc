@@ -187,6 +187,27 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
       if (it != owner.end()) errors.push_back(rule.source + ":1: " + w.conflict(it->second));
     }
   }
+  // A field of another collection is written by one rule.
+  std::map<std::string, std::string> writer;
+  for (const Rule& rule : rules) {
+    for (const auto& [ns, field] : rule.FieldsWrittenElsewhere()) {
+      auto [it, fresh] = writer.emplace(ns.full() + "." + field, rule.source);
+      if (!fresh && it->second != rule.source)
+        errors.push_back(rule.source + ":1: field '" + field + "' of " + ns.full() + " is also written by the rule in " +
+                         it->second + ", expected one rule writing a field");
+    }
+  }
+  // A collection whose writes a rule follows has no rule of its own (that
+  // is Writes' check) and one watcher.
+  std::map<std::string, std::string> watcher;
+  for (const Rule& rule : rules) {
+    for (const Namespace& ns : rule.Watches()) {
+      auto [it, fresh] = watcher.emplace(ns.full(), rule.source);
+      if (!fresh)
+        errors.push_back(rule.source + ":1: the writes of '" + ns.full() + "' are already followed by the rule in " +
+                         it->second + ", expected one rule following a collection's writes");
+    }
+  }
   RuleLoadResult result;
   result.errors = std::move(errors);
   if (result.errors.empty()) result.rules = std::make_shared<const RuleSet>(std::move(rules));

@@ -59,6 +59,31 @@ struct Rule {
   std::string OnAddition() const {
     return Joined([](const auto& p) { return p.OnAddition(); }, "; ");
   }
+  // The collections besides the logical one whose commands the rule's
+  // plans follow (patterns/pattern.h, "Watching").
+  std::vector<Namespace> Watches() const {
+    std::vector<Namespace> out;
+    for (const PatternRule* layer : layers())
+      std::visit(
+          [&]<typename R>(const R& p) {
+            if constexpr (WatchingRule<R>)
+              for (Namespace& ns : p.Watches()) out.push_back(std::move(ns));
+          },
+          *layer);
+    return out;
+  }
+  // The fields of other collections' documents the rule writes.
+  std::vector<std::pair<Namespace, std::string>> FieldsWrittenElsewhere() const {
+    std::vector<std::pair<Namespace, std::string>> out;
+    for (const PatternRule* layer : layers())
+      std::visit(
+          [&]<typename R>(const R& p) {
+            if constexpr (WritesFieldsElsewhere<R>)
+              for (auto& field : p.FieldsWrittenElsewhere()) out.push_back(std::move(field));
+          },
+          *layer);
+    return out;
+  }
   std::vector<WrittenNamespace> Writes() const {
     std::vector<WrittenNamespace> out;
     for (const PatternRule* layer : layers())

@@ -3,16 +3,32 @@
 namespace remold {
 
 RuleSet::RuleSet(std::vector<Rule> rules) : rules_(std::move(rules)) {
-  for (size_t i = 0; i < rules_.size(); ++i) by_namespace_[rules_[i].logical().full()] = i;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    by_namespace_[rules_[i].logical().full()] = i;
+    for (const Namespace& ns : rules_[i].Watches()) by_watched_[ns.full()] = i;
+  }
 }
 
-const Rule* RuleSet::Find(std::string_view db, std::string_view collection) const {
-  if (rules_.empty()) return nullptr;
+namespace {
+
+const Rule* Lookup(const std::vector<Rule>& rules, const std::unordered_map<std::string, size_t>& index,
+                   std::string_view db, std::string_view collection) {
+  if (index.empty()) return nullptr;
   std::string key;
   key.reserve(db.size() + 1 + collection.size());
   key.append(db).append(".").append(collection);
-  auto it = by_namespace_.find(key);
-  return it == by_namespace_.end() ? nullptr : &rules_[it->second];
+  auto it = index.find(key);
+  return it == index.end() ? nullptr : &rules[it->second];
+}
+
+}  // namespace
+
+const Rule* RuleSet::Find(std::string_view db, std::string_view collection) const {
+  return Lookup(rules_, by_namespace_, db, collection);
+}
+
+const Rule* RuleSet::FindWatcher(std::string_view db, std::string_view collection) const {
+  return Lookup(rules_, by_watched_, db, collection);
 }
 
 }  // namespace remold

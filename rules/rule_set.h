@@ -20,12 +20,21 @@ class RuleSet {
 
   // The rule for "db.collection", or nullptr.
   const Rule* Find(std::string_view db, std::string_view collection) const;
+  // The rule that watches "db.collection" (Rule::Watches), or nullptr.
+  const Rule* FindWatcher(std::string_view db, std::string_view collection) const;
+  // The rule whose plans a command on "db.collection" runs: its own rule,
+  // or else the rule that watches it.
+  const Rule* FindForCommand(std::string_view db, std::string_view collection) const {
+    const Rule* rule = Find(db, collection);
+    return rule ? rule : FindWatcher(db, collection);
+  }
   const std::vector<Rule>& rules() const { return rules_; }
   bool empty() const { return rules_.empty(); }
 
  private:
   std::vector<Rule> rules_;
   std::unordered_map<std::string, size_t> by_namespace_;
+  std::unordered_map<std::string, size_t> by_watched_;
 };
 
 // The current RuleSet, shared by every session and replaced atomically.

@@ -38,7 +38,7 @@ class ComputedSource final : public SourceRule {
     for (const auto& f : rule_.fields) watched.push_back(f.field);
     return watched;
   }
-  std::optional<Refusal> PrepareInsert(const bson_t* doc, Doc& out) const override {
+  std::optional<Refusal> PrepareInsert(const bson_t* doc, Doc& out, const Doc*) const override {
     if (rule_.fields.empty()) return std::nullopt;
     return WithComputedFields(rule_, doc, out);
   }

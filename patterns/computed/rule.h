@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -78,6 +79,15 @@ struct ComputedRule {
                             const Namespace& logical);
   // The targets of the aggregates.
   std::vector<WrittenNamespace> Writes() const;
+  // The maintained and derived fields of the targets.
+  std::vector<std::pair<Namespace, std::string>> FieldsWrittenElsewhere() const {
+    std::vector<std::pair<Namespace, std::string>> out;
+    for (const ComputedAggregate& aggregate : aggregates) {
+      for (const MaintainedField& f : aggregate.fields) out.emplace_back(aggregate.target, f.field);
+      for (const ComputedField& f : aggregate.derived) out.emplace_back(aggregate.target, f.field);
+    }
+    return out;
+  }
   // "db.coll -> db.target (N field(s)), M computed field(s)", for `remold check`.
   std::string Describe() const;
   // What becomes of the stored data when a running proxy drops the rule,

@@ -1,11 +1,39 @@
 // Inserts on a followed collection: each document prepared (same-document
-// fields set, or refused), the accepted ones sent as one insert carrying
+// fields set, copies of what it references, or refused; what that needs is
+// read first when the rule asks), the accepted ones sent as one insert carrying
 // the client's txnNumber; then each stored document recorded for the
 // followers (a document the backend refused, or one a retry already
 // stored, is recorded nowhere).
 #include "patterns/source_writes/source_write.h"
 
 namespace remold {
+
+namespace {
+
+struct Accepted {
+  size_t index;  // in the client's documents
+  Doc doc;       // as it is stored
+};
+
+// Prepares each document (refusals become write errors; an ordered insert
+// stops at the first) and returns those accepted.
+std::vector<Accepted> Prepare(SourceWrite* w, std::vector<Doc> documents, bool ordered, const Doc* pre_read) {
+  std::vector<Accepted> accepted;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    Doc out;
+    if (auto error = w->rule().PrepareInsert(documents[i].get(), out, pre_read)) {
+      w->FailStatement(i, *error);
+      if (ordered) break;
+      continue;
+    }
+    accepted.push_back({i, out.empty() ? std::move(documents[i]) : std::move(out)});
+  }
+  return accepted;
+}
+
+void QueueInsert(SourceWrite* w, std::shared_ptr<std::vector<Accepted>> accepted, bool ordered);
+
+}  // namespace
 
 std::optional<Plan> FollowedInsert(const Command& command, std::shared_ptr<const SourceRule> rule) {
   const bson_t* body = command.body.get();
@@ -16,37 +44,43 @@ std::optional<Plan> FollowedInsert(const Command& command, std::shared_ptr<const
   const bool ordered = FindBool(body, "ordered").value_or(true);
 
   auto state = std::make_shared<SourceWrite>(rule, command);
-  struct Accepted {
-    size_t index;
-    Doc doc;
-  };
-  auto accepted = std::make_shared<std::vector<Accepted>>();
-  size_t index = 0;
-  for (Doc& doc : ArrayDocuments(*documents)) {
-    const size_t i = index++;
-    Doc out;
-    if (auto error = rule->PrepareInsert(doc.get(), out)) {
-      state->FailStatement(i, *error);
-      if (ordered) break;
-      continue;
+  SourceWrite* w = state.get();
+  std::vector<Doc> docs = ArrayDocuments(*documents);
+  if (std::optional<BackendCommand> read = rule->InsertPreRead(docs, command)) {
+    // What the documents need is read first; the insert follows its reply.
+    auto pending = std::make_shared<std::vector<Doc>>(std::move(docs));
+    w->queue().Push(std::move(*read), [w, pending, ordered](const Doc& reply) {
+      if (!IsOkReply(reply)) {
+        w->Abort(reply);  // nothing was inserted: the client gets the backend's error
+        return;
+      }
+      auto accepted = std::make_shared<std::vector<Accepted>>(Prepare(w, std::move(*pending), ordered, &reply));
+      if (!accepted->empty()) QueueInsert(w, accepted, ordered);
+    });
+  } else {
+    auto accepted = std::make_shared<std::vector<Accepted>>(Prepare(w, std::move(docs), ordered, nullptr));
+    if (accepted->empty()) {
+      Plan plan;
+      plan.immediate_reply = state->WriteReply(false);
+      return plan;
     }
-    accepted->push_back({i, out.empty() ? std::move(doc) : std::move(out)});
+    QueueInsert(w, accepted, ordered);
   }
-  if (accepted->empty()) {
-    Plan plan;
-    plan.immediate_reply = state->WriteReply(false);
-    return plan;
-  }
+  w->ScheduleFollowUps();
+  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings}; });
+}
 
+namespace {
+
+void QueueInsert(SourceWrite* w, std::shared_ptr<std::vector<Accepted>> accepted, bool ordered) {
   BackendCommand insert;
   bson_t* b = insert.body.mut();
-  AppendString(b, "insert", rule->source().collection);
+  AppendString(b, "insert", w->source().collection);
   BSON_APPEND_BOOL(b, "ordered", ordered);
-  Seal(insert, rule->source(), command, ArgumentTarget::kWrite);
+  Seal(insert, w->source(), w->client(), ArgumentTarget::kWrite);
   insert.sequence_id = "documents";
   for (const auto& a : *accepted) insert.sequence.push_back(a.doc);
 
-  SourceWrite* w = state.get();
   w->queue().Push(std::move(insert), [w, accepted, ordered](const Doc& reply) {
     if (!IsOkReply(reply)) {
       // Nothing was inserted: the client gets the backend's error as it is.
@@ -91,8 +125,7 @@ std::optional<Plan> FollowedInsert(const Command& command, std::shared_ptr<const
       if (!retried[k]) w->Record(nullptr, (*accepted)[k].doc.get());  // a retry was counted the first time
     }
   });
-  w->ScheduleFollowUps();
-  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings}; });
 }
 
+}  // namespace
 }  // namespace remold

@@ -69,8 +69,16 @@ class SourceRule {
   // Same-document fields (optional). Fields an update may change that need
   // PrepareUpdate and a repair afterwards:
   virtual std::vector<std::string> DocumentFieldsWatched() const { return {}; }
-  // An inserted document as it is stored (`out`), or why it is refused.
-  virtual std::optional<Refusal> PrepareInsert(const bson_t* /*doc*/, Doc& /*out*/) const {
+  // A read the inserted documents need before they are prepared (the
+  // documents they copy from), or nothing.
+  virtual std::optional<BackendCommand> InsertPreRead(const std::vector<Doc>& /*documents*/,
+                                                      const Command& /*client*/) const {
+    return std::nullopt;
+  }
+  // An inserted document as it is stored (`out`), or why it is refused;
+  // `pre_read` is the reply to InsertPreRead's command (nullptr: none).
+  virtual std::optional<Refusal> PrepareInsert(const bson_t* /*doc*/, Doc& /*out*/,
+                                               const Doc* /*pre_read*/) const {
     return std::nullopt;  // stored as sent: `out` is left empty
   }
   // A client's update as it is sent, or why it is refused.

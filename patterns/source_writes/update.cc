@@ -350,9 +350,9 @@ BackendCommand SourceFindAndModifyOf(const Command& command, const Namespace& so
   bson_iter_next(&it);  // the command name
   while (bson_iter_next(&it)) {
     std::string_view key = bson_iter_key(&it);
-    if (key == "new" || key == "fields" || key == "update" || key == "$db") continue;
+    if (key == "new" || key == "fields" || key == "update" || key == "$db") continue;  // `let`: Seal
     if (key == "query" || key == "sort" || key == "remove" || key == "upsert" ||
-        key == "arrayFilters" || key == "collation" || key == "hint" || key == "let")
+        key == "arrayFilters" || key == "collation" || key == "hint")
       AppendValue(b, key, it);
   }
   if (!remove) AppendUpdate(b, "update", update);

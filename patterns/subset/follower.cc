@@ -16,15 +16,23 @@ constexpr int kMaxRefillRounds = 8;
 // compare-and-set after them are safe to repeat.
 constexpr int kReadAttempts = 3;
 
-// A link that names one parent: present, not null, not an array (as
-// reconciliation's $group sees it).
+// A link that can name one parent: present, not null, not an array, not a
+// regular expression (no _id is one).
 std::optional<bson_iter_t> LinkOf(const bson_t* child, const std::string& field) {
   if (!child) return std::nullopt;
   std::optional<bson_iter_t> link = Find(child, field);
   if (!link || BSON_ITER_HOLDS_NULL(&*link) || BSON_ITER_HOLDS_UNDEFINED(&*link) ||
-      BSON_ITER_HOLDS_ARRAY(&*link))
+      BSON_ITER_HOLDS_ARRAY(&*link) || BSON_ITER_HOLDS_REGEX(&*link))
     return std::nullopt;
   return link;
+}
+
+// {field: {$eq: value}}: equality whatever the value (a document that looks
+// like an operator is matched as a value).
+void AppendEquals(bson_t* filter, const std::string& field, const bson_iter_t& value) {
+  Doc eq;
+  AppendValue(eq.mut(), "$eq", value);
+  AppendDoc(filter, field, eq);
 }
 
 bool SameValue(const std::optional<bson_iter_t>& a, const std::optional<bson_iter_t>& b) {
@@ -115,32 +123,50 @@ void SubsetFollower::Schedule(CommandQueue& queue) {
 
 void SubsetFollower::SchedulePushes(CommandQueue& queue) {
   std::vector<Doc> statements;
+  std::vector<size_t> pushed;  // parents_ index of each statement
   Doc sort;
   for (const SubsetSortKey& key : rule_.Order()) BSON_APPEND_INT32(sort.mut(), key.field.c_str(), key.direction);
-  for (const Parent& parent : parents_) {
-    if (parent.refill) continue;  // the refill reads every child, these included
-    for (const Doc& entry : parent.pushes) {
-      // {_id: parent, "<array>._id": {$ne: child}}: not twice.
-      Doc q, not_there;
-      AppendValue(q.mut(), "_id", Unboxed(parent.id));
-      AppendValue(not_there.mut(), "$ne", *Find(entry.get(), "_id"));
-      AppendDoc(q.mut(), rule_.array + "._id", not_there);
-      Doc each, push, u;
-      AppendArray(each.mut(), "$each", {entry});
-      AppendDoc(each.mut(), "$sort", sort);
-      BSON_APPEND_INT32(each.mut(), "$slice", rule_.limit);
-      AppendDoc(push.mut(), rule_.array, each);
-      AppendDoc(u.mut(), "$push", push);
-      statements.push_back(Statement(q, u));
+  for (size_t p = 0; p < parents_.size(); ++p) {
+    const Parent& parent = parents_[p];
+    if (parent.refill || parent.pushes.empty()) continue;  // a refill reads every child, these included
+    // {_id: parent, <array>: {$exists: true}, "<array>._id": {$nin: children}}:
+    // an array to push onto (a parent without one is refilled), and none of
+    // the entries twice.
+    Doc q, exists, not_there;
+    AppendEquals(q.mut(), "_id", Unboxed(parent.id));
+    BSON_APPEND_BOOL(exists.mut(), "$exists", true);
+    AppendDoc(q.mut(), rule_.array, exists);
+    {
+      bson_t array;
+      bson_append_array_begin(not_there.mut(), "$nin", -1, &array);
+      for (size_t i = 0; i < parent.pushes.size(); ++i)
+        AppendValue(&array, std::to_string(i), *Find(parent.pushes[i].get(), "_id"));
+      bson_append_array_end(not_there.mut(), &array);
     }
+    AppendDoc(q.mut(), rule_.array + "._id", not_there);
+    Doc each, push, u;
+    AppendArray(each.mut(), "$each", parent.pushes);
+    AppendDoc(each.mut(), "$sort", sort);
+    BSON_APPEND_INT32(each.mut(), "$slice", rule_.limit);
+    AppendDoc(push.mut(), rule_.array, each);
+    AppendDoc(u.mut(), "$push", push);
+    statements.push_back(Statement(q, u));
+    pushed.push_back(p);
   }
   if (statements.empty()) return;
+  const int64_t sent = static_cast<int64_t>(statements.size());
   BackendCommand update =
       UpdateCommand(context_.client, ArgumentTarget::kPreparatoryWrite, rule_.parent, false, std::move(statements));
   update.may_fail = true;
-  queue.Push(std::move(update), [this, &queue](const Doc& reply) {
+  queue.Push(std::move(update), [this, &queue, pushed, sent](const Doc& reply) {
     ReportFollowUpFailure(context_, reply, "pushing to the subset " + rule_.parent.full() + "." + rule_.array);
-    if (IsOkReply(reply)) ScheduleCheckPushed(queue);
+    if (!IsOkReply(reply)) return;
+    // A statement that matched nothing met a parent without the array, or
+    // one already holding an entry: the reply does not say which, so each
+    // parent pushed to is refilled (a parent that does not exist is not).
+    if (FindInteger(reply.get(), "n").value_or(0) < sent)
+      for (size_t p : pushed) parents_[p].refill = true;
+    ScheduleCheckPushed(queue);
   });
 }
 
@@ -192,6 +218,7 @@ void SubsetFollower::ScheduleCheckPushed(CommandQueue& queue) {
 void SubsetFollower::SchedulePull(CommandQueue& queue, size_t p) {
   const Parent& parent = parents_[p];
   // {_id: parent, "<array>._id": {$in: ids}} -> {$pull: {<array>: {_id: {$in: ids}}}}
+  // (children's _ids: never an array or a regular expression)
   Doc in;
   {
     bson_t array;
@@ -201,7 +228,7 @@ void SubsetFollower::SchedulePull(CommandQueue& queue, size_t p) {
     bson_append_array_end(in.mut(), &array);
   }
   Doc q, by_id, pull, u;
-  AppendValue(q.mut(), "_id", Unboxed(parent.id));
+  AppendEquals(q.mut(), "_id", Unboxed(parent.id));
   AppendDoc(q.mut(), rule_.array + "._id", in);
   AppendDoc(by_id.mut(), "_id", in);
   AppendDoc(pull.mut(), rule_.array, by_id);
@@ -224,7 +251,7 @@ void SubsetFollower::ScheduleRefill(CommandQueue& queue, size_t p, int round, in
   bson_t* body = read.body.mut();
   AppendString(body, "find", rule_.parent.collection);
   Doc filter, projection;
-  AppendValue(filter.mut(), "_id", Unboxed(parents_[p].id));
+  AppendEquals(filter.mut(), "_id", Unboxed(parents_[p].id));
   BSON_APPEND_INT32(projection.mut(), rule_.array.c_str(), 1);
   AppendDoc(body, "filter", filter);
   AppendDoc(body, "projection", projection);
@@ -258,7 +285,7 @@ void SubsetFollower::ScheduleChildrenRead(CommandQueue& queue, size_t p, int rou
   // {link: parent, "link.0": {$exists: false}}: the children Record counts
   // for this parent (an array holding it is not one).
   Doc filter, no_element, sort, projection;
-  AppendValue(filter.mut(), rule_.link_from, Unboxed(parents_[p].id));
+  AppendEquals(filter.mut(), rule_.link_from, Unboxed(parents_[p].id));
   BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
   AppendDoc(filter.mut(), rule_.link_from + ".0", no_element);
   for (const SubsetSortKey& key : rule_.Order()) BSON_APPEND_INT32(sort.mut(), key.field.c_str(), key.direction);
@@ -289,7 +316,7 @@ void SubsetFollower::ScheduleChildrenRead(CommandQueue& queue, size_t p, int rou
     }
     // {_id: parent, <array>: {$eq: as read}} (absent: {$exists: false}) -> {$set: {<array>: children}}
     Doc q, guard, set, u;
-    AppendValue(q.mut(), "_id", Unboxed(parents_[p].id));
+    AppendEquals(q.mut(), "_id", Unboxed(parents_[p].id));
     if (array) {
       AppendValue(guard.mut(), "$eq", Unboxed(*array));
     } else {

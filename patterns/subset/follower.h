@@ -1,18 +1,24 @@
 // Keeping each parent's subset in step with the children one client write
 // changed (SubsetRule). Recorded first, child by child; then, phase after
 // phase:
-//  1. an inserted child is pushed onto its parent in one update
-//     ({$push: {$each: [entry], $sort, $slice: N}}), guarded so that an
-//     entry already there (put by a concurrent refill) is not doubled;
-//     then the children pushed are read back: one that another client
-//     deleted, moved or changed before the push landed (its own follow-up
-//     found nothing to pull) has its parent refilled as in 3;
+//  1. the inserted children are pushed onto their parents, one statement
+//     per parent in one update ({$push: {$each: [entries], $sort, $slice:
+//     N}}), where the parent has the array and none of the entries yet (a
+//     concurrent refill may have put one there); when a statement matches
+//     nothing, the parents are refilled as in 3 (a parent created after
+//     its children has no array yet). Then the children pushed are read
+//     back: one that another client deleted, moved or changed before the
+//     push landed (its own follow-up found nothing to pull) has its parent
+//     refilled as in 3;
 //  2. a deleted child is pulled from its parent, one update per parent;
 //     a parent that held it is refilled as in 3;
 //  3. a parent whose child changed (or moved away or in) is refilled:
 //     read the parent's array, then the first N children from the source;
 //     if they differ, set the array where it still holds what was read
 //     (compare-and-set), and read both again until they agree.
+// Every filter compares a link by $eq: a link holding a document that looks
+// like an operator matches only itself, and one holding a regular
+// expression names no parent.
 // Every step is safe under concurrent writers: a push commutes with
 // other pushes, and every compare-and-set is followed by a check that
 // reads the source after it, so the last writer to set a parent leaves it

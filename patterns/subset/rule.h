@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rules/namespace.h"
@@ -45,6 +46,8 @@ struct SubsetRule {
   static SubsetRule Parse(const FileContext& ctx, const YAML::Node& section, const Namespace& logical);
   // The parent collection: remold writes its array directly.
   std::vector<WrittenNamespace> Writes() const;
+  // The parent's array.
+  std::vector<std::pair<Namespace, std::string>> FieldsWrittenElsewhere() const { return {{parent, array}}; }
   // "shop.reviews -> shop.products.recentReviews (first 10 by at desc, 4 field(s))".
   std::string Describe() const;
   std::string OnRemoval() const;

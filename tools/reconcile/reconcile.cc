@@ -8,6 +8,7 @@
 #include "tools/reconcile/aggregate.h"
 #include "tools/reconcile/context.h"
 #include "tools/reconcile/fields.h"
+#include "tools/reconcile/reference.h"
 #include "tools/reconcile/subset.h"
 
 namespace remold {
@@ -55,7 +56,8 @@ std::string RuleKind(const Rule& rule) {
 
 // Whether `rule` maintains values or copies that reconciliation checks.
 bool Reconciled(const Rule& rule) {
-  return std::holds_alternative<ComputedRule>(rule.pattern) || std::holds_alternative<SubsetRule>(rule.pattern);
+  return std::holds_alternative<ComputedRule>(rule.pattern) || std::holds_alternative<SubsetRule>(rule.pattern) ||
+         std::holds_alternative<ExtendedReferenceRule>(rule.pattern);
 }
 
 std::string ReconciledRuleNames(const RuleSet& rules) {
@@ -66,7 +68,8 @@ std::string ReconciledRuleNames(const RuleSet& rules) {
   return names.empty() ? "none" : names;
 }
 
-// The rules to reconcile: the one named, or every computed and subset rule.
+// The rules to reconcile: the one named, or every computed, subset and
+// extended reference rule.
 std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<std::string>& name,
                                      const std::string& directory) {
   std::vector<const Rule*> selected;
@@ -74,12 +77,12 @@ std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<s
     if (name && rule.name != *name) continue;
     if (name && !Reconciled(rule))
       throw UsageError("rule '" + *name + "' (" + rule.source + ") is " + RuleKind(rule) +
-                       "; only computed and subset rules are reconciled (those rules: " +
+                       "; only computed, subset and extended reference rules are reconciled (those rules: " +
                        ReconciledRuleNames(rules) + ")");
     if (Reconciled(rule)) selected.push_back(&rule);
   }
   if (name && selected.empty())
-    throw UsageError("no rule named '" + *name + "' in " + directory + " (computed and subset rules: " +
+    throw UsageError("no rule named '" + *name + "' in " + directory + " (computed, subset and extended reference rules: " +
                      ReconciledRuleNames(rules) + ")");
   return selected;
 }
@@ -128,6 +131,8 @@ int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_i
 std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule) {
   if (const auto* subset = std::get_if<SubsetRule>(&rule.pattern))
     return {CheckSubset(context, rule.name, *subset)};
+  if (const auto* reference = std::get_if<ExtendedReferenceRule>(&rule.pattern))
+    return {CheckReference(context, rule.name, *reference)};
   const auto& computed = std::get<ComputedRule>(rule.pattern);
   std::vector<Summary> summaries;
   for (const ComputedAggregate& aggregate : computed.aggregates)
@@ -139,16 +144,17 @@ std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule
 std::string ReconcileUsage() {
   return "usage: remold reconcile --config FILE [--rule NAME] [--fix]\n"
          "\n"
-         "Recomputes every value the computed rules maintain, and every subset the\n"
-         "subset rules embed, from the source data and reports the documents that\n"
-         "drifted; with --fix, repairs them.\n"
+         "Recomputes every value the computed rules maintain, every subset the subset\n"
+         "rules embed and every copy the extended reference rules keep, from the\n"
+         "source data, and reports the documents that drifted; with --fix, repairs\n"
+         "them.\n"
          "\n"
          "flags:\n"
          "  --config FILE   the configuration `remold serve` reads (backend, rules)\n"
          "  --backend URI   override the backend of the file\n"
          "  --rules DIR     override the rules directory of the file\n"
-         "  --rule NAME     only the rule of this file stem (default: every computed\n"
-         "                  and subset rule)\n"
+         "  --rule NAME     only the rule of this file stem (default: every computed,\n"
+         "                  subset and extended reference rule)\n"
          "  --fix           repair drifted documents (guarded: a document changed\n"
          "                  meanwhile is left alone and reported)\n"
          "\n"
@@ -166,7 +172,7 @@ int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     Plan plan = Prepare(options, err);
     if (plan.selected.empty()) {
-      err << prefix << "no computed or subset rules in " << plan.config.rules_dir << "; nothing to do\n";
+      err << prefix << "no computed, subset or extended reference rules in " << plan.config.rules_dir << "; nothing to do\n";
       return kClean;
     }
     return Reconcile(plan, out, err, err_is_terminal);

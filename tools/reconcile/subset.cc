@@ -1,14 +1,17 @@
 #include "tools/reconcile/subset.h"
 
+#include <algorithm>
 #include <optional>
+#include <utility>
 
 namespace remold {
 namespace {
 
 // {v: [the first N children, as the parent embeds them]}.
 Doc ExpectedArray(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& parent_id) {
-  Doc filter, no_element, sort, projection, options;
-  AppendValue(filter.mut(), subset.link_from, parent_id);
+  Doc filter, eq, no_element, sort, projection, options;
+  AppendValue(eq.mut(), "$eq", parent_id);
+  AppendDoc(filter.mut(), subset.link_from, eq);
   BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
   AppendDoc(filter.mut(), subset.link_from + ".0", no_element);
   for (const SubsetSortKey& key : subset.Order()) BSON_APPEND_INT32(sort.mut(), key.field.c_str(), key.direction);
@@ -25,11 +28,34 @@ Doc ExpectedArray(const CheckContext& context, const SubsetRule& subset, const b
   return expected;
 }
 
-// Whether `stored` ({v: value}, or nullopt: missing) is `expected`; no
-// array at all is as good as an empty one.
+// `doc` with its fields in name order: entries that differ only in field
+// order hold the same values (a backend may return a projection's fields
+// in the projection's order).
+Doc Sorted(const Doc& doc) {
+  std::vector<std::pair<std::string, bson_iter_t>> fields;
+  bson_iter_t it;
+  bson_iter_init(&it, doc.get());
+  while (bson_iter_next(&it)) fields.emplace_back(bson_iter_key(&it), it);
+  std::sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Doc out;
+  for (const auto& [key, value] : fields) AppendValue(out.mut(), key, value);
+  return out;
+}
+
+// Whether `stored` ({v: value}, or nullopt: missing) holds the entries of
+// `expected`, in order; no array at all is as good as an empty one.
 bool InStep(const std::optional<Doc>& stored, const Doc& expected) {
-  if (!stored) return ArrayDocuments(*Find(expected.get(), "v")).empty();
-  return *stored == expected;
+  std::vector<Doc> want = ArrayDocuments(*Find(expected.get(), "v"));
+  if (!stored) return want.empty();
+  bson_iter_t value = *Find(stored->get(), "v");
+  if (!BSON_ITER_HOLDS_ARRAY(&value)) return false;
+  uint32_t count = 0;
+  ForEachChild(value, [&](std::string_view, const bson_iter_t&) { ++count; });
+  std::vector<Doc> have = ArrayDocuments(value);
+  if (count != have.size() || have.size() != want.size()) return false;
+  for (size_t i = 0; i < have.size(); ++i)
+    if (!(Sorted(have[i]) == Sorted(want[i]))) return false;
+  return true;
 }
 
 std::optional<Doc> StoredArray(const bson_t* parent, const std::string& array) {
@@ -42,8 +68,9 @@ std::optional<Doc> StoredArray(const bson_t* parent, const std::string& array) {
 
 // The parent as it is now ({_id, array}), or nullopt when it is gone.
 std::optional<Doc> ReadParent(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& id) {
-  Doc filter, projection, options;
-  AppendValue(filter.mut(), "_id", id);
+  Doc filter, eq, projection, options;
+  AppendValue(eq.mut(), "$eq", id);
+  AppendDoc(filter.mut(), "_id", eq);
   BSON_APPEND_INT32(projection.mut(), subset.array.c_str(), 1);
   AppendDoc(options.mut(), "projection", projection);
   BSON_APPEND_INT64(options.mut(), "limit", 1);

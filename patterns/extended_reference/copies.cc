@@ -1,0 +1,235 @@
+#include "patterns/extended_reference/copies.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "rewrite/cursor_reply.h"
+
+namespace remold {
+namespace {
+
+// Rounds of read, fan-out and check one sync may take while the
+// referenced document keeps changing.
+constexpr int kMaxSyncRounds = 8;
+// Referencing documents whose copy one batch sets.
+constexpr int32_t kFanOutBatch = 1000;
+// A fan-out past this many documents is reported.
+constexpr int64_t kLargeFanOut = 10'000;
+
+Doc Statement(const Doc& q, const Doc& u, bool multi) {
+  Doc statement;
+  AppendDoc(statement.mut(), "q", q);
+  AppendDoc(statement.mut(), "u", u);
+  BSON_APPEND_BOOL(statement.mut(), "multi", multi);
+  return statement;
+}
+
+}  // namespace
+
+std::optional<bson_iter_t> ReferenceOf(const bson_t* doc, const std::string& field) {
+  if (!doc) return std::nullopt;
+  std::optional<bson_iter_t> ref = Find(doc, field);
+  if (!ref || BSON_ITER_HOLDS_NULL(&*ref) || BSON_ITER_HOLDS_UNDEFINED(&*ref) || BSON_ITER_HOLDS_ARRAY(&*ref))
+    return std::nullopt;
+  return ref;
+}
+
+Doc CopyOf(const ExtendedReferenceRule& rule, const bson_t* referenced) {
+  Doc copy;
+  if (auto id = Find(referenced, "_id")) AppendValue(copy.mut(), "_id", *id);
+  bson_iter_t it;
+  bson_iter_init(&it, referenced);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key != "_id" && std::find(rule.fields.begin(), rule.fields.end(), key) != rule.fields.end())
+      AppendValue(copy.mut(), key, it);
+  }
+  return copy;
+}
+
+std::string KeyOf(const bson_iter_t& value) {
+  // 1, 1L and 1.0 name one document, as the backend's $in matches them.
+  if (BSON_ITER_HOLDS_INT32(&value) || BSON_ITER_HOLDS_INT64(&value))
+    return "i" + std::to_string(bson_iter_as_int64(&value));
+  if (BSON_ITER_HOLDS_DOUBLE(&value)) {
+    const double d = bson_iter_double(&value);
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18)
+      return "i" + std::to_string(static_cast<int64_t>(d));
+  }
+  Doc box = Boxed(value);
+  return std::string(reinterpret_cast<const char*>(box.bytes().data()), box.bytes().size());
+}
+
+Doc Boxed(const bson_iter_t& value) {
+  Doc box;
+  AppendValue(box.mut(), "v", value);
+  return box;
+}
+
+bson_iter_t Unboxed(const Doc& box) {
+  bson_iter_t it;
+  bson_iter_init_find(&it, box.get(), "v");
+  return it;
+}
+
+BackendCommand ReadReferenced(const ExtendedReferenceRule& rule, const std::vector<Doc>& refs,
+                              const Command& client) {
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", rule.referenced.collection);
+  Doc in, filter, projection;
+  {
+    bson_t array;
+    bson_append_array_begin(in.mut(), "$in", -1, &array);
+    // A regular expression in $in would match by pattern; no _id is one,
+    // so it names no document and is not asked for.
+    size_t i = 0;
+    for (const Doc& ref : refs)
+      if (bson_iter_t v = Unboxed(ref); !BSON_ITER_HOLDS_REGEX(&v)) AppendValue(&array, std::to_string(i++), v);
+    bson_append_array_end(in.mut(), &array);
+  }
+  AppendDoc(filter.mut(), "_id", in);
+  BSON_APPEND_INT32(projection.mut(), "_id", 1);
+  for (const std::string& f : rule.fields) BSON_APPEND_INT32(projection.mut(), f.c_str(), 1);
+  AppendDoc(body, "filter", filter);
+  AppendDoc(body, "projection", projection);
+  BSON_APPEND_INT32(body, "batchSize", static_cast<int32_t>(std::max<size_t>(refs.size(), 1)));
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client, ArgumentTarget::kRead, rule.referenced.db, body);
+  read.may_fail = true;
+  return read;
+}
+
+CopyTable::CopyTable(const ExtendedReferenceRule& rule, const Doc& reply) : rule_(rule) {
+  for (const Doc& doc : FirstBatch(reply)) {
+    std::optional<bson_iter_t> id = Find(doc.get(), "_id");
+    if (id) copies_.emplace(KeyOf(*id), CopyOf(rule, doc.get()));
+  }
+}
+
+std::optional<Doc> CopyTable::For(const bson_iter_t& reference) const {
+  Doc box;
+  auto it = copies_.find(KeyOf(reference));
+  if (it != copies_.end()) {
+    AppendDoc(box.mut(), "v", it->second);
+    return box;
+  }
+  if (rule_.missing == ExtendedReferenceRule::Missing::kError) return std::nullopt;
+  BSON_APPEND_NULL(box.mut(), "v");
+  return box;
+}
+
+std::string ValueText(const bson_iter_t& value) {
+  // { "v" : X } -> X
+  std::string json = Boxed(value).ToRelaxedJson();
+  const size_t start = json.find(':');
+  if (start == std::string::npos || json.size() < start + 4) return json;
+  return json.substr(start + 2, json.size() - start - 4);
+}
+
+Refusal MissingReference(const ExtendedReferenceRule& rule, const bson_iter_t& reference) {
+  return {error_codes::kDocumentValidationFailure,
+          "'" + rule.reference + "' refers to " + ValueText(reference) + ", which is not in " +
+              rule.referenced.full() + " (extended reference rule for " + rule.logical.full() +
+              ", missing: error)"};
+}
+
+CopySync::CopySync(const ExtendedReferenceRule& rule, const FollowerContext& context)
+    : rule_(rule), context_(context) {}
+
+void CopySync::Schedule(CommandQueue& queue, Doc reference) {
+  refs_.push_back(std::move(reference));
+  updated_.push_back(0);
+  Round(queue, refs_.size() - 1, 1);
+}
+
+BackendCommand CopySync::ReadOne(size_t ref) const { return ReadReferenced(rule_, {refs_[ref]}, context_.client); }
+
+void CopySync::Round(CommandQueue& queue, size_t ref, int round) {
+  queue.Push(ReadOne(ref), [this, &queue, ref, round](const Doc& reply) {
+    if (!IsOkReply(reply))
+      return ReportFollowUpFailure(context_, reply, "reading " + rule_.referenced.full() + " to sync its copies");
+    std::vector<Doc> docs = FirstBatch(reply);
+    Doc copy;
+    if (docs.empty()) BSON_APPEND_NULL(copy.mut(), "v");  // gone: the copies say so
+    else AppendDoc(copy.mut(), "v", CopyOf(rule_, docs.front().get()));
+    Batch(queue, ref, round, std::move(copy));
+  });
+}
+
+void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
+  // {<reference>: ref, <into>: {$ne: copy}}: the documents still holding another copy.
+  Doc filter, eq, ne;
+  AppendValue(eq.mut(), "$eq", Unboxed(refs_[ref]));
+  AppendDoc(filter.mut(), rule_.reference, eq);
+  AppendValue(ne.mut(), "$ne", Unboxed(copy));
+  AppendDoc(filter.mut(), rule_.into, ne);
+  BackendCommand find;
+  bson_t* body = find.body.mut();
+  AppendString(body, "find", rule_.logical.collection);
+  AppendDoc(body, "filter", filter);
+  Doc id_only;
+  BSON_APPEND_INT32(id_only.mut(), "_id", 1);
+  AppendDoc(body, "projection", id_only);
+  BSON_APPEND_INT32(body, "limit", kFanOutBatch);
+  BSON_APPEND_INT32(body, "batchSize", kFanOutBatch);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(context_.client, ArgumentTarget::kRead, rule_.logical.db, body);
+  find.may_fail = true;
+  queue.Push(std::move(find), [this, &queue, ref, round, copy, filter](const Doc& reply) {
+    if (!IsOkReply(reply))
+      return ReportFollowUpFailure(context_, reply, "reading " + rule_.logical.full() + " to sync its copies");
+    std::vector<Doc> ids = FirstBatch(reply);
+    if (ids.empty()) return Verify(queue, ref, round, copy);
+    // {_id: {$in: ids}, <filter>} -> {$set: {<into>: copy}}
+    Doc q, in, set, u;
+    {
+      bson_t array;
+      bson_append_array_begin(in.mut(), "$in", -1, &array);
+      for (size_t i = 0; i < ids.size(); ++i) AppendValue(&array, std::to_string(i), *Find(ids[i].get(), "_id"));
+      bson_append_array_end(in.mut(), &array);
+    }
+    AppendDoc(q.mut(), "_id", in);
+    bson_concat(q.mut(), filter.get());
+    AppendValue(set.mut(), rule_.into, Unboxed(copy));
+    AppendDoc(u.mut(), "$set", set);
+    BackendCommand update =
+        UpdateCommand(context_.client, ArgumentTarget::kPreparatoryWrite, rule_.logical, false, {Statement(q, u, true)});
+    update.may_fail = true;
+    const bool more = ids.size() == static_cast<size_t>(kFanOutBatch);
+    queue.Push(std::move(update), [this, &queue, ref, round, copy, more](const Doc& reply) {
+      if (!IsOkReply(reply) || Find(reply.get(), "writeErrors"))
+        return ReportFollowUpFailure(context_, reply, "syncing the copies in " + rule_.logical.full() + "." + rule_.into);
+      const int64_t before = updated_[ref];
+      updated_[ref] += FindInteger(reply.get(), "nModified").value_or(0);
+      if (before < kLargeFanOut && updated_[ref] >= kLargeFanOut && !InTransaction(context_.client))
+        context_.warnings->push_back("a change of " + rule_.referenced.full() + " " + refs_[ref].ToRelaxedJson() +
+                                     " is synced into more than " + std::to_string(kLargeFanOut) + " documents of " +
+                                     rule_.logical.full() + " (batches of " + std::to_string(kFanOutBatch) + ")");
+      if (more) return Batch(queue, ref, round, copy);
+      Verify(queue, ref, round, copy);
+    });
+  });
+}
+
+void CopySync::Verify(CommandQueue& queue, size_t ref, int round, Doc copy) {
+  queue.Push(ReadOne(ref), [this, &queue, ref, round, copy](const Doc& reply) {
+    if (!IsOkReply(reply))
+      return ReportFollowUpFailure(context_, reply, "reading " + rule_.referenced.full() + " to sync its copies");
+    std::vector<Doc> docs = FirstBatch(reply);
+    Doc now;
+    if (docs.empty()) BSON_APPEND_NULL(now.mut(), "v");
+    else AppendDoc(now.mut(), "v", CopyOf(rule_, docs.front().get()));
+    if (now == copy) return;  // the copies set are the document as it is
+    if (round >= kMaxSyncRounds) {
+      if (!InTransaction(context_.client))
+        context_.warnings->push_back("syncing the copies of " + rule_.referenced.full() + " " +
+                                     refs_[ref].ToRelaxedJson() + " kept meeting other writers after " +
+                                     std::to_string(kMaxSyncRounds) + " rounds; run `remold reconcile`");
+      return;
+    }
+    Batch(queue, ref, round + 1, std::move(now));
+  });
+}
+
+}  // namespace remold
