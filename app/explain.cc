@@ -127,9 +127,13 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ost
     out << "ensure (once per process):\n  " << Display(ensure) << "\n";
   for (size_t i = 0; i < plan->commands.size(); ++i)
     out << "command " << i + 1 << ":\n  " << Display(plan->commands[i]) << "\n";
-  if (plan->then)
+  if (plan->then && plan->follow_ups.empty())
     out << "then: further commands that depend on the replies (the documents found, the values "
            "they held), run with --log-level debug to see them\n";
+  if (plan->then && !plan->follow_ups.empty()) {
+    out << "then, depending on the replies (--log-level debug shows the commands sent):\n";
+    for (const std::string& line : plan->follow_ups) out << "  - " << line << "\n";
+  }
   return 0;
 }
 

@@ -72,6 +72,9 @@ struct Plan {
   // one document an updateOne pins), and so on while a step has a `then`.
   // Each call sees every reply of the plan so far, in order.
   Continuation then;
+  // What `then` runs, in words, one line each (for `remold explain`; the
+  // commands themselves depend on the replies).
+  std::vector<std::string> follow_ups;
 
   // When set, execution stops after a reply that carries writeErrors
   // (ordered writes); a reply with ok: 0 always stops execution, and that

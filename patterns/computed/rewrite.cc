@@ -32,6 +32,34 @@ class ComputedSource final : public SourceRule {
     return followers;
   }
 
+  std::vector<std::string> FollowUps(const std::string& name) const override {
+    std::vector<std::string> lines;
+    if (name != "insert" && (name != "delete" || !rule_.aggregates.empty()))
+      lines.push_back(
+          "each document matched is changed by findAndModify (new: false), so what it held before is known");
+    for (const ComputedAggregate& a : rule_.aggregates) {
+      const std::string target = a.target.full();
+      if (a.migrating) {
+        lines.push_back(target + ": each target touched recomputed from its sources ($group), set where it "
+                                 "still holds what was read, and read again until they agree");
+      } else if (name == "insert") {
+        lines.push_back(target + ": one update adding what the documents bring ($inc of counts and sums, "
+                                 "$max/$min of their values), one statement per target; latest values set "
+                                 "where the target's max is the new document's, then checked");
+      } else {
+        lines.push_back(target + ": one update of what the documents took away and brought ($inc, $max/$min); "
+                                 "an extreme they may have held is read again from the source (sorted, limit "
+                                 "1) and set where the target still holds it, then read again");
+      }
+      if (!a.derived.empty())
+        lines.push_back(target + ": the derived fields read, computed and set where the values they were "
+                                 "computed from are unchanged");
+    }
+    if (!rule_.fields.empty() && name != "insert" && name != "delete")
+      lines.push_back(rule_.logical.full() + ": the computed fields of the documents changed read, computed "
+                                             "and set where their inputs are unchanged");
+    return lines;
+  }
   std::vector<std::string> DocumentFieldsWatched() const override {
     if (rule_.fields.empty()) return {};
     std::vector<std::string> watched = ComputedInputs(rule_);

@@ -134,6 +134,12 @@ Refusal MissingReference(const ExtendedReferenceRule& rule, const bson_iter_t& r
               ", missing: error)"};
 }
 
+std::string SyncLine(const ExtendedReferenceRule& rule) {
+  return "read the document, find the documents of " + rule.logical.full() + " holding another copy (up to " +
+         std::to_string(kFanOutBatch) + " at a time), set the copy on them, and read the document again; " +
+         "another round if it changed";
+}
+
 CopySync::CopySync(const ExtendedReferenceRule& rule, const FollowerContext& context)
     : rule_(rule), context_(context) {}
 
@@ -159,9 +165,15 @@ void CopySync::Round(CommandQueue& queue, size_t ref, int round) {
 
 void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
   // {<reference>: ref, <into>: {$ne: copy}}: the documents still holding another copy.
-  Doc filter, eq, ne;
-  AppendValue(eq.mut(), "$eq", Unboxed(refs_[ref]));
-  AppendDoc(filter.mut(), rule_.reference, eq);
+  Doc filter, ne;
+  bson_iter_t value = Unboxed(refs_[ref]);
+  if (BSON_ITER_HOLDS_DOCUMENT(&value)) {  // matched as a value, even one that looks like an operator
+    Doc eq;
+    AppendValue(eq.mut(), "$eq", value);
+    AppendDoc(filter.mut(), rule_.reference, eq);
+  } else {
+    AppendValue(filter.mut(), rule_.reference, value);
+  }
   AppendValue(ne.mut(), "$ne", Unboxed(copy));
   AppendDoc(filter.mut(), rule_.into, ne);
   BackendCommand find;

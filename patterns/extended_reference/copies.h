@@ -52,6 +52,9 @@ Doc Boxed(const bson_iter_t& value);
 std::string ValueText(const bson_iter_t& value);
 bson_iter_t Unboxed(const Doc& box);
 
+// How a sync runs, in words (for `remold explain`).
+std::string SyncLine(const ExtendedReferenceRule& rule);
+
 // Keeps the copies of referenced documents in step with them (synced
 // mode): for each reference, read the referenced document, set its copy
 // (or null when it is gone) on the referencing documents that hold another

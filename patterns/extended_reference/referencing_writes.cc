@@ -14,6 +14,11 @@ namespace {
 
 std::string_view FirstComponent(std::string_view path) { return path.substr(0, path.find('.')); }
 
+std::string SyncCheckLine(const ExtendedReferenceRule& rule) {
+  return "read the documents of " + rule.referenced.full() + " copied again: one changed since it was read has "
+         "its copies synced (" + SyncLine(rule) + ")";
+}
+
 // The copies written, checked against the referenced documents as they are
 // now (synced mode): another client may have changed one between remold's
 // read and the write, after its own sync ran.
@@ -91,6 +96,12 @@ class ReferencingSource final : public SourceRule {
     if (rule_.mode == ExtendedReferenceRule::Mode::kSynced)
       followers.push_back(std::make_unique<CopiesWritten>(rule_, context));
     return followers;
+  }
+  std::vector<std::string> FollowUps(const std::string&) const override {
+    std::vector<std::string> lines = {"insert the documents into " + rule_.logical.full() + " with their copies in '" +
+                                      rule_.into + "' (command 1 read the documents they reference)"};
+    if (rule_.mode == ExtendedReferenceRule::Mode::kSynced) lines.push_back(SyncCheckLine(rule_));
+    return lines;
   }
   std::optional<BackendCommand> InsertPreRead(const std::vector<Doc>& documents,
                                               const Command& client) const override {
@@ -398,6 +409,10 @@ std::optional<Plan> RunPrepared(std::shared_ptr<ReferencingWrite> state, std::ve
   if (w->check) w->queue->AddPhase([w] { if (w->reply && IsOkReply(*w->reply)) w->check->Schedule(*w->queue); });
   Plan plan;
   w->queue->Install(plan);
+  if (!refs.empty())
+    plan.follow_ups.push_back("send the client's command with the copies set beside the reference (command 1 "
+                              "read the documents it references)");
+  if (w->check) plan.follow_ups.push_back(SyncCheckLine(w->rule));
   plan.shape = [state](std::span<const Doc>) {
     ShapedReply shaped;
     shaped.reply = state->failure ? *state->failure : state->reply.value_or(Doc());

@@ -49,6 +49,13 @@ class ReferencedSource final : public SourceRule {
     watched.insert(watched.end(), rule_.fields.begin(), rule_.fields.end());
     return watched;
   }
+  std::vector<std::string> FollowUps(const std::string& name) const override {
+    std::vector<std::string> lines;
+    if (name != "insert")
+      lines.push_back("each document matched is changed by findAndModify, so what it was is known");
+    lines.push_back("each document whose copied fields changed has its copies synced: " + SyncLine(rule_));
+    return lines;
+  }
   std::vector<std::unique_ptr<Follower>> Followers(const FollowerContext& context) const override {
     std::vector<std::unique_ptr<Follower>> followers;
     followers.push_back(std::make_unique<ReferencedChanges>(rule_, context));

@@ -63,6 +63,9 @@ class SourceRule {
   // The top-level fields the followers read; a client update that can
   // change none of them (nor a same-document field) is not rewritten.
   virtual std::vector<std::string> Watched() const = 0;
+  // What follows a client command `name` ("insert", "update", ...), in
+  // words, one line each, for `remold explain`.
+  virtual std::vector<std::string> FollowUps(const std::string& name) const = 0;
   // One follower per client write (none: only same-document fields).
   virtual std::vector<std::unique_ptr<Follower>> Followers(const FollowerContext& context) const = 0;
 

@@ -100,6 +100,7 @@ void SourceWrite::ScheduleFollowUps() {
 Plan SourceWrite::Finish(std::function<ShapedReply()> shape) {
   Plan plan;
   queue_->Install(plan);
+  plan.follow_ups = rule_->FollowUps(client_.name == "findandmodify" ? "findAndModify" : client_.name);
   plan.shape = [this, shape = std::move(shape)](std::span<const Doc> replies) {
     ShapedReply shaped = failure ? ShapedReply{*failure, {}, {}, {}, warnings} : shape();
     // The cluster time after the last follow-up, so a causally consistent

@@ -27,9 +27,14 @@ std::optional<bson_iter_t> LinkOf(const bson_t* child, const std::string& field)
   return link;
 }
 
-// {field: {$eq: value}}: equality whatever the value (a document that looks
-// like an operator is matched as a value).
+// {field: value}, or {field: {$eq: value}} for a document (one that looks
+// like an operator is matched as a value); a plain value keeps the form
+// every backend serves from the _id index.
 void AppendEquals(bson_t* filter, const std::string& field, const bson_iter_t& value) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
+    AppendValue(filter, field, value);
+    return;
+  }
   Doc eq;
   AppendValue(eq.mut(), "$eq", value);
   AppendDoc(filter, field, eq);

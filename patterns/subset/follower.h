@@ -16,8 +16,8 @@
 //     read the parent's array, then the first N children from the source;
 //     if they differ, set the array where it still holds what was read
 //     (compare-and-set), and read both again until they agree.
-// Every filter compares a link by $eq: a link holding a document that looks
-// like an operator matches only itself, and one holding a regular
+// Every filter compares a link as a value (a document by $eq: one that
+// looks like an operator matches only itself); a link holding a regular
 // expression names no parent.
 // Every step is safe under concurrent writers: a push commutes with
 // other pushes, and every compare-and-set is followed by a check that

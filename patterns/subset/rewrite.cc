@@ -14,6 +14,28 @@ class SubsetSource final : public SourceRule {
   const Namespace& source() const override { return rule_.logical; }
   std::string Kind() const override { return "a subset rule"; }
   std::vector<std::string> Watched() const override { return rule_.Inputs(); }
+  std::vector<std::string> FollowUps(const std::string& name) const override {
+    const std::string array = rule_.parent.full() + "." + rule_.array;
+    std::string order;
+    for (const SubsetSortKey& key : rule_.Order())
+      order += (order.empty() ? "" : ", ") + key.field + ": " + std::to_string(key.direction);
+    const std::string refill = "refill: read the parent's " + rule_.array + ", then its first " +
+                               std::to_string(rule_.limit) + " children (sort {" + order +
+                               "}); if they differ, set the array where the parent still holds what was "
+                               "read, and read both again until they agree";
+    if (name == "insert")
+      return {"push the children inserted onto " + array + ": one update, one statement per parent ($each, "
+              "$sort {" + order + "}, $slice " + std::to_string(rule_.limit) +
+              "), where the parent has the array and none of them yet",
+              "read the children pushed back by _id: a parent whose push matched nothing, or whose child "
+              "changed meanwhile, is refilled",
+              refill};
+    if (name == "delete")
+      return {"each child is removed by findAndModify (remove: true), so the children removed are known",
+              "pull them from " + array + ", one update per parent; a parent that held one is refilled", refill};
+    return {"each child matched is changed by findAndModify (new: false), so what it was is known",
+            "the parent a changed child was in, and the one it is in now, are refilled", refill};
+  }
   std::vector<std::unique_ptr<Follower>> Followers(const FollowerContext& context) const override {
     std::vector<std::unique_ptr<Follower>> followers;
     followers.push_back(std::make_unique<SubsetFollower>(rule_, context));

@@ -7,6 +7,18 @@
 namespace remold {
 namespace {
 
+// {field: value}, or {field: {$eq: value}} for a document (matched as a
+// value even when it looks like an operator).
+void AppendEquals(bson_t* filter, const std::string& field, const bson_iter_t& value) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
+    AppendValue(filter, field, value);
+    return;
+  }
+  Doc eq;
+  AppendValue(eq.mut(), "$eq", value);
+  AppendDoc(filter, field, eq);
+}
+
 constexpr size_t kBatch = 500;
 
 bool Names(const std::optional<bson_iter_t>& ref) {
@@ -79,9 +91,8 @@ bool Holds(const bson_t* doc, const std::string& into, const std::optional<Doc>&
 }
 
 std::optional<Doc> ReadAgain(const CheckContext& context, const ExtendedReferenceRule& rule, const bson_iter_t& id) {
-  Doc filter, eq, projection, options;
-  AppendValue(eq.mut(), "$eq", id);
-  AppendDoc(filter.mut(), "_id", eq);
+  Doc filter, projection, options;
+  AppendEquals(filter.mut(), "_id", id);
   BSON_APPEND_INT32(projection.mut(), rule.reference.c_str(), 1);
   BSON_APPEND_INT32(projection.mut(), rule.into.c_str(), 1);
   AppendDoc(options.mut(), "projection", projection);

@@ -7,11 +7,22 @@
 namespace remold {
 namespace {
 
+// {field: value}, or {field: {$eq: value}} for a document (matched as a
+// value even when it looks like an operator).
+void AppendEquals(bson_t* filter, const std::string& field, const bson_iter_t& value) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
+    AppendValue(filter, field, value);
+    return;
+  }
+  Doc eq;
+  AppendValue(eq.mut(), "$eq", value);
+  AppendDoc(filter, field, eq);
+}
+
 // {v: [the first N children, as the parent embeds them]}.
 Doc ExpectedArray(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& parent_id) {
-  Doc filter, eq, no_element, sort, projection, options;
-  AppendValue(eq.mut(), "$eq", parent_id);
-  AppendDoc(filter.mut(), subset.link_from, eq);
+  Doc filter, no_element, sort, projection, options;
+  AppendEquals(filter.mut(), subset.link_from, parent_id);
   BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
   AppendDoc(filter.mut(), subset.link_from + ".0", no_element);
   for (const SubsetSortKey& key : subset.Order()) BSON_APPEND_INT32(sort.mut(), key.field.c_str(), key.direction);
@@ -68,9 +79,8 @@ std::optional<Doc> StoredArray(const bson_t* parent, const std::string& array) {
 
 // The parent as it is now ({_id, array}), or nullopt when it is gone.
 std::optional<Doc> ReadParent(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& id) {
-  Doc filter, eq, projection, options;
-  AppendValue(eq.mut(), "$eq", id);
-  AppendDoc(filter.mut(), "_id", eq);
+  Doc filter, projection, options;
+  AppendEquals(filter.mut(), "_id", id);
   BSON_APPEND_INT32(projection.mut(), subset.array.c_str(), 1);
   AppendDoc(options.mut(), "projection", projection);
   BSON_APPEND_INT64(options.mut(), "limit", 1);

@@ -347,6 +347,23 @@ def test_references_copies_and_refusals(ref_env):
     assert_synced(env, "after the targeted cases")
 
 
+def test_explain_shows_the_follow_ups(ref_env):
+    env = ref_env
+
+    def explain(command: dict) -> str:
+        out = subprocess.run([str(require_binary()), "explain", "--rules", str(env.rules_dir), "--db", env.name,
+                              json_util.dumps(command)], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    order = explain({"insert": "orders", "documents": [{"_id": 1, "customerId": "c1"}]})
+    assert '"find" : "customers"' in order, order  # command 1 reads the customer
+    assert f"insert the documents into {env.name}.orders with their copies in 'customer'" in order
+    assert "copies synced" in order, order
+    customer = explain({"update": "customers", "updates": [{"q": {"_id": "c1"}, "u": {"$set": {"name": "x"}}}]})
+    assert '"findAndModify" : "customers"' in customer and f"documents of {env.name}.orders" in customer, customer
+
+
 def test_reconcile_synced_copies(ref_env, tmp_path):
     env = ref_env
     seed_customers(env)

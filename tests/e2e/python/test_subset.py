@@ -334,6 +334,18 @@ def test_product_created_after_its_reviews_and_reconcile(subset_env, tmp_path):
     assert again.returncode == 0 and "0 drifted" in again.stdout, again.stdout
 
 
+def test_explain_shows_the_follow_ups(subset_env):
+    env = subset_env
+    out = subprocess.run([str(require_binary()), "explain", "--rules", str(env.rules_dir), "--db", env.name,
+                          json_util.dumps({"insert": "reviews", "documents": [{"_id": 1, "productId": "p"}]})],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    follow_ups = [line for line in out.stdout.splitlines() if line.startswith("  - ")]
+    assert len(follow_ups) == 3, out.stdout
+    assert f"{env.name}.products.recentReviews" in follow_ups[0] and "$slice 5" in follow_ups[0]
+    assert "refill" in follow_ups[2] and "sort {at: -1, _id: -1}" in follow_ups[2]
+
+
 def test_drop_refused_while_reviews_exist_and_retryable_writes(subset_env):
     env = subset_env
     env.direct.products.insert_one({"_id": "p"})

@@ -1,12 +1,13 @@
 """One family per rule: the rule file, the documents and fields the generator
 draws from, the plain collections set up beside the ruled one, and for
-computed and subset the oracle that keeps what the rule maintains on the
-flat copy.
+computed, subset and extended_reference the oracle that keeps what the rule
+maintains on the flat copy.
 
 Every family names its collections the same in both databases: ``c`` (ruled
 through remold, plain on the flat side), ``o`` (plain everywhere: the
 collection whose pipelines read ``c``), ``c2`` (a rename target) and, for
-computed and subset, ``t`` (the rule's target or parent; on the flat side
+computed, subset and extended_reference, ``t`` (the rule's target, parent
+or referenced collection; on the flat side
 maintained by the family's ``maintain``, which recomputes it from the flat
 source after every write).
 """
@@ -412,4 +413,78 @@ subset:
         return {k: v for k, v in doc.items() if k != "recent"}
 
 
-FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset())}
+class ExtendedReference(Family):
+    name = "extended_reference"
+    fields = ("_id", "cid", "total", "note")
+    join_fields = ("cid", "total")
+    names = LOGICAL + ("t",)
+    field_order_oracle = False  # the oracle $sets the copy after the write
+    CUSTOMERS = ({"_id": 1, "name": "ann", "addr": {"city": "Oslo"}},
+                 {"_id": 2, "name": "bob", "addr": {"city": "Rome"}, "tier": "gold"},
+                 {"_id": 3, "name": "cid"})
+
+    def rules(self, db):
+        return {"c.yaml": f"""\
+namespace: {db}.c
+pattern: extended_reference
+extended_reference:
+  reference: cid
+  referenced: t
+  into: cust
+  fields: [name, addr]
+  mode: frozen
+  missing: null
+"""}
+
+    def setup(self, db):
+        super().setup(db)
+        db.t.insert_many([dict(c) for c in self.CUSTOMERS])
+
+    def join_values(self):
+        return [None, 1, 2, 3, 99]
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        for field in ("cid", "total", "note"):
+            if field == "cid" or rng.random() < 0.8:
+                put(doc, field, self.value(rng, field))
+        return doc
+
+    def value(self, rng, field):
+        if field == "cid":
+            return pick(rng, 1, 1, 2, 3, 99, None, [1, 2], MISSING)
+        if field == "total":
+            return pick(rng, 1, 2, 3.5, None)
+        return super().value(rng, field)
+
+    # -- the oracle: each document's copy of the customer it references.
+
+    def copy(self, doc: dict):
+        """The copy `doc` should hold: a dict, None (a customer that does not
+        exist), or MISSING (no reference)."""
+        ref = doc.get("cid", MISSING)
+        if ref is MISSING or ref is None or isinstance(ref, (list, bool)):
+            return MISSING
+        for c in self.CUSTOMERS:
+            if c["_id"] == ref:
+                return {k: v for k, v in c.items() if k in ("_id", "name", "addr")}
+        return None
+
+    def returned(self, doc):
+        want = self.copy(doc)
+        out = {k: v for k, v in doc.items() if k != "cust"}
+        if want is not MISSING:
+            out["cust"] = want
+        return out
+
+    def maintain(self, flat_db):
+        for doc in flat_db.c.find():
+            want = self.copy(doc)
+            have = doc.get("cust", MISSING)
+            if want is MISSING and have is not MISSING:
+                flat_db.c.update_one({"_id": doc["_id"]}, {"$unset": {"cust": ""}})
+            elif want is not MISSING and (have is MISSING or have != want):
+                flat_db.c.update_one({"_id": doc["_id"]}, {"$set": {"cust": want}})
+
+
+FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset(), ExtendedReference())}

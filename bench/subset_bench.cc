@@ -1,0 +1,941 @@
+// subset_bench: what remold's subset rule saves and costs, against the
+// application doing the same work itself directly on the backend, with the
+// same client code in the same run. The scaffolding (flags, header,
+// connections, CPU, threads, rounds) is pattern_harness's.
+//
+//   (a) read, "the product page": one findOne of the product, which embeds
+//       its 10 most recent reviews (through remold, and directly), against
+//       the application's own way without the pattern: findOne of the
+//       product, then find(reviews {productId}).sort({at: -1}).limit(10),
+//       both directly, with a {productId: 1, at: -1} index on the reviews;
+//       at 100 and at 10,000 reviews per product.
+//   (b) insert: one review inserted through remold, which pushes its entry
+//       onto the product's recentReviews, against the application's two
+//       writes sent directly: insert the review, then the same guarded
+//       $push ({$each: [entry], $sort: {at: -1, _id: -1}, $slice: 10}).
+//       Closed loop, 1 and 8 client threads.
+//
+// Contract:
+//   - The remold side is bench_subset.{reviews,products}; the direct side is
+//     bench_subset_direct.{reviews,products}. Both are seeded directly on the
+//     backend (never through remold): reviews with insertMany, products with
+//     the recentReviews the bench computes from the reviews it generated
+//     (the direct side's read products without it: the application without
+//     the pattern has no such array). Collections are emptied with direct
+//     deletes before every case.
+//   - Checks, on the backend directly: after every insert case (both sides)
+//     and before every read cell is timed, the number of reviews, and every
+//     product's recentReviews equals its first 10 reviews in the order
+//     {at: -1, _id: -1} as the backend sorts them, projected to {_id, author,
+//     rating, at} (byte for byte). Every read cell's sides are checked before
+//     timing against the reviews the bench generated, and every timed read
+//     checks the product was found with 10 reviews (or all, if fewer).
+//   - Prints two tables and one "BENCH_JSON {...}" line per row; run() is
+//     true when every operation succeeded and every check passed.
+#include "batch_load.h"
+#include "bench_common.h"
+#include "bench_mongoc.h"
+#include "bench_report.h"
+#include "client_threads.h"
+#include "failures.h"
+#include "pattern_harness.h"
+#include "timed_rounds.h"
+
+#include <bson/bson.h>
+#include <mongoc/mongoc.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace subset_bench {
+namespace {
+
+using namespace bench_common;
+
+constexpr const char* kRuledDb = "bench_subset";
+constexpr const char* kDirectDb = "bench_subset_direct";
+constexpr const char* kArray = "recentReviews";
+constexpr size_t kLimit = 10;                   // the rule's limit
+constexpr int64_t kT0Ms = 1704067200000;        // 2024-01-01T00:00:00Z
+constexpr int64_t kAtStepMs = 3600 * 1000;      // `at` is a whole hour ...
+constexpr int64_t kAtSteps = 30 * 24;           // ... within 30 days: ties are common
+
+const char kRule[] =
+    "namespace: bench_subset.reviews\n"
+    "pattern: subset\n"
+    "subset:\n"
+    "  parent: products                 # same database\n"
+    "  link: productId                  # review.productId == product._id\n"
+    "  array: recentReviews             # the product's embedded array\n"
+    "  sort: {at: -1}                   # the first N in this order; ties by _id in the direction of the last key\n"
+    "  limit: 10\n"
+    "  fields: [author, rating, at]     # copied into each entry after the review's _id\n";
+
+const char kOptions[] =
+    "  --only read|insert   run one part (default both)\n"
+    "  --read-sizes 100,10000 reviews per product in the read cells (default 100,10000)\n"
+    "  --read-products 5,2  products per read cell, one per size (or one for every\n"
+    "                       size; default 5,2)\n"
+    "  --read-seconds S     timed seconds per read cell, at least (default 3)\n"
+    "  --min-reads N        timed rounds (one read per side) per read cell, at least\n"
+    "                       (default 100)\n"
+    "  --max-reads N        and at most (default 5000)\n"
+    "  --max-read-seconds S stop a cell of slow reads after S seconds, once it has 10\n"
+    "                       rounds (default 20)\n"
+    "  --read-warmup N      untimed reads per side per cell (default 20)\n"
+    "  --batch N            reviews per insertMany while seeding (default 1000)\n"
+    "  --clients 1,8        client threads of the insert cases (default 1,8)\n"
+    "  --seconds S          timed seconds per insert case and round (default 3)\n"
+    "  --rounds N           insert rounds; remold and direct run back to back, which\n"
+    "                       goes first alternating; the table shows the median (default 3)\n"
+    "  --warmup S           untimed seconds of inserts per side first (default 2)\n"
+    "  --products N         products the inserted reviews pick from (default 1000)\n"
+    "  --initial-reviews N  reviews per product seeded before every insert case, so the\n"
+    "                       arrays start full (default 10; 0: products start without one)\n";
+
+struct Options {
+  bool run_read = true;
+  bool run_insert = true;
+  std::vector<int64_t> read_sizes{100, 10000};  // reviews per product in the read cells
+  std::vector<int64_t> read_products{5, 2};     // products per read cell (one per size, or one)
+  RoundLimits reads{.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
+                    .rounds_before_cutoff = 10};
+  int read_warmup = 20;  // untimed reads per side per cell
+  int batch = 1000;      // reviews per insertMany while seeding
+  std::vector<int> clients{1, 8};
+  double seconds = 3;          // timed seconds per insert case and round
+  int rounds = 3;              // insert rounds (remold and direct back to back, ABBA)
+  double warmup = 2;           // untimed seconds of inserts per side before the first round
+  int64_t products = 1000;     // products the inserted reviews pick from
+  int64_t initial_reviews = 10;  // per product, seeded before every insert case
+
+  int64_t products_for(size_t cell) const {
+    return read_products.size() == 1 ? read_products[0] : read_products[cell];
+  }
+};
+
+// ---- documents ---------------------------------------------------------------
+
+std::optional<int64_t> int_at(const bson_t* doc, const char* key) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, doc, key)) return std::nullopt;
+  if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) return bson_iter_as_int64(&it);
+  return std::nullopt;
+}
+
+std::optional<int64_t> date_at(const bson_t* doc, const char* key) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_DATE_TIME(&it)) return std::nullopt;
+  return bson_iter_date_time(&it);
+}
+
+// A review as the application writes it, and what the bench needs of it.
+struct Review {
+  bson_oid_t id;
+  int64_t product = 0;
+  int64_t at_ms = 0;
+  int author = 0;
+  int rating = 0;
+  int text_len = 0;
+};
+
+Review random_review(std::mt19937_64& rng, int64_t product) {
+  Review r;
+  bson_oid_init(&r.id, nullptr);  // thread-safe: the default context
+  r.product = product;
+  r.at_ms = kT0Ms + static_cast<int64_t>(rng() % static_cast<uint64_t>(kAtSteps)) * kAtStepMs;
+  r.author = static_cast<int>(rng() % 50);
+  r.rating = 1 + static_cast<int>(rng() % 5);
+  r.text_len = 100 + static_cast<int>(rng() % 400);
+  return r;
+}
+
+void author_name(int author, char (&name)[24]) { std::snprintf(name, sizeof name, "author-%02d", author); }
+
+// {_id, productId, author, rating, at, text}
+bson_t* review_bson(const Review& r) {
+  static const std::string kText(500, 'r');
+  bson_t* doc = bson_new();
+  BSON_APPEND_OID(doc, "_id", &r.id);
+  BSON_APPEND_INT64(doc, "productId", r.product);
+  char name[24];
+  author_name(r.author, name);
+  BSON_APPEND_UTF8(doc, "author", name);
+  BSON_APPEND_INT32(doc, "rating", r.rating);
+  BSON_APPEND_DATE_TIME(doc, "at", r.at_ms);
+  bson_append_utf8(doc, "text", 4, kText.data(), std::min<int>(r.text_len, static_cast<int>(kText.size())));
+  return doc;
+}
+
+// The entry remold embeds: {_id, then the copied fields in the review's order}.
+void append_entry(bson_t* entry, const Review& r) {
+  BSON_APPEND_OID(entry, "_id", &r.id);
+  char name[24];
+  author_name(r.author, name);
+  BSON_APPEND_UTF8(entry, "author", name);
+  BSON_APPEND_INT32(entry, "rating", r.rating);
+  BSON_APPEND_DATE_TIME(entry, "at", r.at_ms);
+}
+
+BsonPtr entry_bson(const Review& r) {
+  BsonPtr entry(bson_new());
+  append_entry(entry.get(), r);
+  return entry;
+}
+
+// The subset's order: at descending, ties by _id descending.
+bool comes_first(const Review* a, const Review* b) {
+  if (a->at_ms != b->at_ms) return a->at_ms > b->at_ms;
+  return bson_oid_compare(&a->id, &b->id) > 0;
+}
+
+// Per product 0..products-1, its first kLimit reviews in the subset's order.
+std::vector<std::vector<const Review*>> first_reviews(const std::vector<Review>& reviews, int64_t products) {
+  std::vector<std::vector<const Review*>> by(static_cast<size_t>(products));
+  for (const Review& r : reviews) by[static_cast<size_t>(r.product)].push_back(&r);
+  for (auto& v : by) {
+    const size_t n = std::min(kLimit, v.size());
+    std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), v.end(), comes_first);
+    v.resize(n);
+  }
+  return by;
+}
+
+// {_id, name, price, description[, recentReviews: [entries]]}
+bson_t* product_bson(int64_t id, const std::vector<const Review*>* recent) {
+  static const std::string kDescription(300, 'd');
+  bson_t* doc = bson_new();
+  BSON_APPEND_INT64(doc, "_id", id);
+  char name[32];
+  std::snprintf(name, sizeof name, "product %lld", static_cast<long long>(id));
+  BSON_APPEND_UTF8(doc, "name", name);
+  BSON_APPEND_DOUBLE(doc, "price", 9.99 + static_cast<double>(id % 100));
+  BSON_APPEND_UTF8(doc, "description", kDescription.c_str());
+  if (recent) {
+    bson_t array;
+    bson_append_array_begin(doc, kArray, -1, &array);
+    for (size_t i = 0; i < recent->size(); ++i) {
+      const std::string key = std::to_string(i);
+      bson_t entry;
+      bson_append_document_begin(&array, key.c_str(), -1, &entry);
+      append_entry(&entry, *(*recent)[i]);
+      bson_append_document_end(&array, &entry);
+    }
+    bson_append_array_end(doc, &array);
+  }
+  return doc;
+}
+
+// The documents of the array at `key` (copied when `out` is given) and how
+// many there are: 0 when the field is missing, std::nullopt when it is not
+// an array of documents.
+std::optional<size_t> array_documents(const bson_t* doc, const char* key, std::vector<BsonPtr>* out) {
+  bson_iter_t it, child;
+  if (!bson_iter_init_find(&it, doc, key)) return 0;
+  if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child)) return std::nullopt;
+  size_t n = 0;
+  while (bson_iter_next(&child)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) return std::nullopt;
+    ++n;
+    if (out) {
+      uint32_t len = 0;
+      const uint8_t* data = nullptr;
+      bson_iter_document(&child, &len, &data);
+      out->emplace_back(bson_new_from_data(data, len));
+    }
+  }
+  return n;
+}
+
+bool same(const bson_t* a, const bson_t* b) { return a && b && bson_equal(a, b); }
+
+std::string json_or_none(const bson_t* doc) { return doc ? to_json(doc) : std::string("(none)"); }
+
+// ---- sides and results -----------------------------------------------------------
+
+enum Side { kRemold = 0, kDirect = 1 };
+const char* side_name(int s) { return s == kRemold ? "remold" : "direct"; }
+const char* side_db(int s) { return s == kRemold ? kRuledDb : kDirectDb; }
+
+struct InsertCase {
+  int side = kRemold;
+  int clients = 1;
+  int round = 0;
+  // tally: reviews inserted (done; direct: and pushed onto their product),
+  // latency per review (remold: its insert; direct: insert + update)
+  ThreadsRun run;
+  std::string verify_message;  // empty: verified
+  int64_t ops() const { return run.tally.done; }
+  double rate() const { return run.seconds > 0 ? static_cast<double>(ops()) / run.seconds : 0; }
+  bool ok() const { return run.tally.failures.count == 0 && verify_message.empty(); }
+  std::string failure() const {
+    const Failures& failures = run.tally.failures;
+    return (failures.count ? failures.text("inserts") + "; " : "") + verify_message;
+  }
+};
+
+// Read sides: the product with its embedded reviews through remold, the
+// same directly, and the application's two reads without the pattern.
+enum ReadSide { kPageRemold = 0, kPageDirect = 1, kPageApp = 2 };
+constexpr int kReadSides = 3;
+const char* read_side_name(int s) {
+  return s == kPageRemold ? "findOne via remold" : s == kPageDirect ? "findOne direct" : "findOne + find direct";
+}
+
+struct ReadRow {
+  int64_t per_product = 0;
+  int64_t products = 0;
+  double seed_seconds = 0;  // both sides, reviews and products, directly
+  SideSamples timed[kReadSides];
+  Failures failures;
+  std::string verify_message;
+  double load1 = 0;
+  bool ok() const { return failures.count == 0 && verify_message.empty(); }
+};
+
+struct PageRead {
+  bool ok = false;
+  bool found = false;    // the product
+  int64_t reviews = -1;  // entries of recentReviews (findOne) or reviews returned (app); -1: malformed
+  std::vector<BsonPtr> docs;  // copies of them, when asked for
+  double ms = 0;
+  std::string error;
+};
+
+class SubsetScenario : public PatternScenario {
+ public:
+  const char* program() const override { return "subset_bench"; }
+  const char* rule() const override { return kRule; }
+  const char* options() const override { return kOptions; }
+  bool set_option(const std::string& flag, const std::string& value) override;
+  void check_options() override;
+  void describe() const override;
+  bool run(Harness& h) override;
+  void clean_up(Harness& h) override;
+
+ private:
+  bool run_reads(Harness& h);
+  bool run_inserts(Harness& h);
+  double seed(Harness& h, const char* db, const std::vector<Review>& reviews, int64_t products,
+              bool with_subset);
+  std::string verify_products(Harness& h, const char* db, int64_t expected_reviews, int64_t expected_products);
+  InsertCase run_insert(Harness& h, int side, int clients, int round, double seconds);
+  ReadRow run_read(Harness& h, int64_t per_product, int64_t products);
+  PageRead read(int side, int64_t product, bool keep);
+  void print_read_table(const std::vector<ReadRow>& rows) const;
+  void print_insert_table(const std::vector<InsertCase>& cases) const;
+
+  Options opt_;
+  ClientPtr read_client_[kReadSides];
+};
+
+bool SubsetScenario::set_option(const std::string& flag, const std::string& value) {
+  auto int_arg = [&](int lo, int hi) { return static_cast<int>(parse_int(flag, value, lo, hi)); };
+  if (flag == "--only") {
+    if (value == "insert") opt_.run_read = false;
+    else if (value == "read") opt_.run_insert = false;
+    else usage_error("--only expects read or insert, got '" + value + "'");
+  } else if (flag == "--read-sizes") opt_.read_sizes = parse_int_list(flag, value, 1, 10'000'000);
+  else if (flag == "--read-products") opt_.read_products = parse_int_list(flag, value, 1, 100'000);
+  else if (flag == "--read-seconds") opt_.reads.seconds = parse_number(flag, value, true);
+  else if (flag == "--min-reads") opt_.reads.min_rounds = int_arg(1, 10'000'000);
+  else if (flag == "--max-reads") opt_.reads.max_rounds = int_arg(1, 10'000'000);
+  else if (flag == "--max-read-seconds") opt_.reads.max_seconds = parse_number(flag, value);
+  else if (flag == "--read-warmup") opt_.read_warmup = int_arg(0, 100000);
+  else if (flag == "--batch") opt_.batch = int_arg(1, 100000);
+  else if (flag == "--clients") opt_.clients = parse_count_list(flag, value, 256);
+  else if (flag == "--seconds") opt_.seconds = parse_number(flag, value);
+  else if (flag == "--rounds") opt_.rounds = int_arg(1, 1000);
+  else if (flag == "--warmup") opt_.warmup = parse_number(flag, value, true);
+  else if (flag == "--products") opt_.products = parse_int(flag, value, 1, 10'000'000);
+  else if (flag == "--initial-reviews") opt_.initial_reviews = parse_int(flag, value, 0, 10'000);
+  else return false;
+  return true;
+}
+
+void SubsetScenario::check_options() {
+  if (opt_.reads.max_rounds < opt_.reads.min_rounds) usage_error("--max-reads is below --min-reads");
+  if (opt_.read_products.size() != 1 && opt_.read_products.size() != opt_.read_sizes.size())
+    usage_error("--read-products takes one count, or one per --read-sizes entry (" +
+                std::to_string(opt_.read_sizes.size()) + ")");
+}
+
+void SubsetScenario::describe() const {
+  std::printf("  remold: bench_subset.reviews written through remold, which maintains\n"
+              "    bench_subset.products.recentReviews; direct: bench_subset_direct, written by the bench\n"
+              "  data seeded directly on the backend: reviews {_id: ObjectId, productId, author, rating,\n"
+              "    at: a whole hour within 30 days (ties common), text: 100-500 bytes} with a\n"
+              "    {productId: 1, at: -1} index, and products {_id, name, price, description: 300 bytes,\n"
+              "    recentReviews: their first 10 reviews by {at: -1, _id: -1}, computed by the bench}\n");
+  if (opt_.run_read) {
+    std::string cells;
+    for (size_t i = 0; i < opt_.read_sizes.size(); ++i)
+      cells += (cells.empty() ? "" : ", ") + std::to_string(opt_.read_sizes[i]) + " reviews x " +
+               std::to_string(opt_.products_for(i)) + " products";
+    std::printf(
+        "  (a) read \"the product page\" (cells: %s): findOne({_id}) of the product\n"
+        "      embedding its 10 recent reviews, through remold and directly, against the application\n"
+        "      without the pattern, directly on bench_subset_direct (its products have no array):\n"
+        "      findOne({_id}) of the product, then find({productId}).sort({at: -1}).limit(10) of\n"
+        "      the reviews; %d untimed reads per side, then rounds of one read per side (a random\n"
+        "      product, the order rotating) for at least %.3g s and %d rounds\n",
+        cells.c_str(), opt_.read_warmup, opt_.reads.seconds, opt_.reads.min_rounds);
+  }
+  if (opt_.run_insert) {
+    std::string clients;
+    for (int c : opt_.clients) clients += (clients.empty() ? "" : ",") + std::to_string(c);
+    std::printf(
+        "  (b) insert: a review of a random product of %lld (each seeded with %lld reviews first):\n"
+        "      remold = insert_one into bench_subset.reviews through remold (remold pushes the entry);\n"
+        "      direct = the application's two writes on bench_subset_direct: insert_one of the\n"
+        "      review, then update_one({_id: productId, \"recentReviews._id\": {$ne: reviewId}},\n"
+        "      {$push: {recentReviews: {$each: [entry], $sort: {at: -1, _id: -1}, $slice: 10}}});\n"
+        "      latency per review (both writes for direct)\n"
+        "      %.3g s untimed per side, then %d rounds x clients %s x (remold, direct) of %.3g s,\n"
+        "      in ABBA order; every case verified on the backend afterwards\n",
+        static_cast<long long>(opt_.products), static_cast<long long>(opt_.initial_reviews), opt_.warmup,
+        opt_.rounds, clients.c_str(), opt_.seconds);
+  }
+}
+
+// Empties one database's reviews and products (direct deletes), then seeds
+// `reviews` and products 0..products-1 directly, each with its first
+// reviews when `with_subset`. Returns the seconds it took.
+double SubsetScenario::seed(Harness& h, const char* db, const std::vector<Review>& reviews, int64_t products,
+                            bool with_subset) {
+  mongoc_client_t* direct = h.admin(Via::direct);
+  const auto start = Clock::now();
+  for (const char* coll : {"reviews", "products"}) delete_all(direct, db, coll);
+  // The index the application's product page reads by (and remold's refill, if any).
+  command(direct, db,
+          json(R"({"createIndexes": "reviews",
+                   "indexes": [{"key": {"productId": 1, "at": -1}, "name": "productId_1_at_-1"}]})").get());
+  {
+    Documents docs;
+    docs.reserve(reviews.size());
+    for (const Review& r : reviews) docs.add(review_bson(r));
+    CollectionPtr coll = collection(direct, db, "reviews");
+    load_in_batches(coll.get(), docs, opt_.batch, h.cpu(), std::string("reviews on ") + db);
+  }
+  const auto recent = first_reviews(reviews, products);
+  CollectionPtr coll = collection(direct, db, "products");
+  for (int64_t begin = 0; begin < products; begin += 1000) {
+    Documents docs;
+    for (int64_t p = begin; p < std::min<int64_t>(products, begin + 1000); ++p)
+      docs.add(product_bson(p, with_subset ? &recent[static_cast<size_t>(p)] : nullptr));
+    const InsertResult inserted = insert_many(coll.get(), docs.data(), docs.size(), nullptr);
+    if (!inserted.ok) throw std::runtime_error(std::string("inserting products on ") + db + ": " + inserted.error);
+  }
+  return seconds_since(start);
+}
+
+// Every product's recentReviews against its reviews, on the backend
+// directly: the first kLimit in {at: -1, _id: -1} order as the backend
+// sorts them, projected to {_id, author, rating, at}, byte for byte.
+// Returns "" when all agree, else what differs (first few).
+std::string SubsetScenario::verify_products(Harness& h, const char* db, int64_t expected_reviews,
+                                            int64_t expected_products) {
+  std::ostringstream msg;
+  CollectionPtr reviews = collection(h.admin(Via::direct), db, "reviews");
+  CollectionPtr products = collection(h.admin(Via::direct), db, "products");
+  bson_error_t error;
+  const int64_t n = mongoc_collection_count_documents(reviews.get(), json("{}").get(), nullptr, nullptr,
+                                                      nullptr, &error);
+  if (n < 0) return std::string("counting reviews failed: ") + error.message;
+  if (n != expected_reviews) msg << n << " reviews stored, " << expected_reviews << " seeded and inserted; ";
+
+  // The projection lists the fields in the review's order, so the entry is
+  // the same bytes whichever order the backend projects in.
+  std::map<int64_t, std::vector<BsonPtr>> truth;
+  BsonPtr opts(BCON_NEW("sort", "{", "productId", BCON_INT32(1), "at", BCON_INT32(-1), "_id", BCON_INT32(-1), "}",
+                        "projection", "{", "productId", BCON_INT32(1), "author", BCON_INT32(1), "rating",
+                        BCON_INT32(1), "at", BCON_INT32(1), "}"));
+  mongoc_cursor_t* cursor = mongoc_collection_find_with_opts(reviews.get(), json("{}").get(), opts.get(), nullptr);
+  const bson_t* doc;
+  int64_t unlinked = 0;
+  while (mongoc_cursor_next(cursor, &doc)) {
+    const auto product = int_at(doc, "productId");
+    if (!product) {
+      ++unlinked;
+      continue;
+    }
+    std::vector<BsonPtr>& first = truth[*product];
+    if (first.size() < kLimit) {
+      bson_t* entry = bson_new();
+      bson_copy_to_excluding_noinit(doc, entry, "productId", nullptr);
+      first.emplace_back(entry);
+    }
+  }
+  if (mongoc_cursor_error(cursor, &error)) {
+    mongoc_cursor_destroy(cursor);
+    return msg.str() + "reading the reviews failed: " + error.message;
+  }
+  mongoc_cursor_destroy(cursor);
+  if (unlinked) msg << unlinked << " reviews without an integer productId; ";
+
+  int bad = 0;
+  int64_t seen = 0;
+  BsonPtr projection(BCON_NEW("projection", "{", kArray, BCON_INT32(1), "}"));
+  cursor = mongoc_collection_find_with_opts(products.get(), json("{}").get(), projection.get(), nullptr);
+  while (mongoc_cursor_next(cursor, &doc)) {
+    ++seen;
+    const int64_t id = int_at(doc, "_id").value_or(-1);
+    std::vector<BsonPtr> expected;
+    if (const auto it = truth.find(id); it != truth.end()) {
+      expected = std::move(it->second);
+      truth.erase(it);  // what is left has no product
+    }
+    std::vector<BsonPtr> held;
+    const std::optional<size_t> count = array_documents(doc, kArray, &held);
+    std::ostringstream why;
+    if (!count) {
+      why << kArray << " is not an array of documents: " << to_json(doc);
+    } else {
+      for (size_t i = 0; i < std::max(held.size(), expected.size()); ++i) {
+        const bson_t* h_i = i < held.size() ? held[i].get() : nullptr;
+        const bson_t* e_i = i < expected.size() ? expected[i].get() : nullptr;
+        if (same(h_i, e_i)) continue;
+        why << kArray << "[" << i << "] is " << json_or_none(h_i) << ", expected " << json_or_none(e_i)
+            << " (holds " << held.size() << " entries, expected " << expected.size() << ")";
+        break;
+      }
+    }
+    const std::string wrong = why.str();
+    if (!wrong.empty() && bad++ < 3) msg << "product " << id << ": " << wrong << "; ";
+  }
+  if (mongoc_cursor_error(cursor, &error)) msg << "reading products failed: " << error.message << "; ";
+  mongoc_cursor_destroy(cursor);
+  if (bad) msg << bad << " of " << seen << " products wrong; ";
+  if (seen != expected_products) msg << seen << " products stored, " << expected_products << " seeded; ";
+  if (!truth.empty()) msg << "reviews of " << truth.size() << " products that do not exist; ";
+  return msg.str();
+}
+
+// One closed-loop insert case of `seconds` on a freshly seeded side, verified.
+InsertCase SubsetScenario::run_insert(Harness& h, int side, int clients, int round, double seconds) {
+  const char* db = side_db(side);
+  {
+    std::mt19937_64 rng(static_cast<uint64_t>(round + 2) * 7919u + static_cast<uint64_t>(side));
+    std::vector<Review> initial;
+    initial.reserve(static_cast<size_t>(opt_.products * opt_.initial_reviews));
+    for (int64_t j = 0; j < opt_.initial_reviews; ++j)
+      for (int64_t p = 0; p < opt_.products; ++p) initial.push_back(random_review(rng, p));
+    seed(h, db, initial, opt_.products, true);
+  }
+  InsertCase result;
+  result.side = side;
+  result.clients = clients;
+  result.round = round;
+  auto prepare = [&](mongoc_client_t* client, int thread) -> Operation {
+    SharedCollection reviews = shared_collection(client, db, "reviews");
+    SharedCollection products = shared_collection(client, db, "products");
+    std::mt19937_64 rng(static_cast<uint64_t>(round) * 1000003u + static_cast<uint64_t>(side) * 1009u +
+                        static_cast<uint64_t>(clients) * 31u + static_cast<uint64_t>(thread));
+    return [this, side, reviews, products, rng](Tally& tally) mutable {
+      const int64_t product = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt_.products));
+      const Review review = random_review(rng, product);
+      BsonPtr doc(review_bson(review));
+      BsonPtr selector, update;
+      if (side == kDirect) {
+        // What remold sends after the insert, sent by the application.
+        selector.reset(BCON_NEW("_id", BCON_INT64(product), "recentReviews._id", "{", "$ne",
+                                BCON_OID(&review.id), "}"));
+        BsonPtr entry = entry_bson(review);
+        update.reset(BCON_NEW("$push", "{", kArray, "{", "$each", "[", BCON_DOCUMENT(entry.get()), "]", "$sort",
+                              "{", "at", BCON_INT32(-1), "_id", BCON_INT32(-1), "}", "$slice",
+                              BCON_INT32(static_cast<int32_t>(kLimit)), "}", "}"));
+      }
+      bson_error_t error;
+      const auto start = Clock::now();
+      bool ok = mongoc_collection_insert_one(reviews.get(), doc.get(), nullptr, nullptr, &error);
+      if (ok && side == kDirect) {
+        bson_t reply;
+        ok = mongoc_collection_update_one(products.get(), selector.get(), update.get(), nullptr, &reply, &error);
+        if (ok && number_at(&reply, "matchedCount").value_or(0) != 1) {
+          ok = false;
+          std::snprintf(error.message, sizeof error.message, "push onto product %lld matched %s",
+                        static_cast<long long>(product), to_json(&reply).c_str());
+        }
+        bson_destroy(&reply);
+      }
+      const double ms = ms_since(start);
+      if (ok) {
+        ++tally.done;
+        tally.ms.push_back(ms);
+      } else {
+        tally.failures.add(error.message);
+      }
+      return true;
+    };
+  };
+  const Via via = side == kRemold ? Via::remold : Via::direct;
+  result.run = run_client_threads(h.connect(via, clients), h.cpu(), seconds, prepare);
+  result.verify_message =
+      verify_products(h, db, opt_.products * opt_.initial_reviews + result.ops(), opt_.products);
+  return result;
+}
+
+PageRead SubsetScenario::read(int side, int64_t product, bool keep) {
+  static const BsonPtr find_one_opts = json(R"({"limit": 1, "singleBatch": true})");
+  static const BsonPtr recent_opts(
+      BCON_NEW("sort", "{", "at", BCON_INT32(-1), "}", "limit", BCON_INT64(static_cast<int64_t>(kLimit))));
+  PageRead out;
+  bson_error_t error;
+  mongoc_client_t* client = read_client_[side].get();
+  BsonPtr by_id(BCON_NEW("_id", BCON_INT64(product)));
+  const auto start = Clock::now();
+  CollectionPtr products = collection(client, side == kPageApp ? kDirectDb : kRuledDb, "products");
+  mongoc_cursor_t* cursor = mongoc_collection_find_with_opts(products.get(), by_id.get(), find_one_opts.get(), nullptr);
+  const bson_t* doc;
+  if (mongoc_cursor_next(cursor, &doc)) {
+    out.found = true;
+    if (side != kPageApp) {
+      const std::optional<size_t> n = array_documents(doc, kArray, keep ? &out.docs : nullptr);
+      out.reviews = n ? static_cast<int64_t>(*n) : -1;
+    }
+  }
+  out.ok = !mongoc_cursor_error(cursor, &error);
+  mongoc_cursor_destroy(cursor);
+  if (out.ok && side == kPageApp) {
+    CollectionPtr reviews = collection(client, kDirectDb, "reviews");
+    BsonPtr by_product(BCON_NEW("productId", BCON_INT64(product)));
+    cursor = mongoc_collection_find_with_opts(reviews.get(), by_product.get(), recent_opts.get(), nullptr);
+    out.reviews = 0;
+    while (mongoc_cursor_next(cursor, &doc)) {
+      ++out.reviews;
+      if (keep) out.docs.emplace_back(bson_copy(doc));
+    }
+    out.ok = !mongoc_cursor_error(cursor, &error);
+    mongoc_cursor_destroy(cursor);
+  }
+  out.ms = ms_since(start);
+  if (!out.ok) out.error = error.message;
+  return out;
+}
+
+ReadRow SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t products) {
+  ReadRow row;
+  row.per_product = per_product;
+  row.products = products;
+
+  // The reviews of every product, interleaved product by product; the same
+  // reviews on both sides.
+  std::mt19937_64 rng(static_cast<uint64_t>(per_product) * 7919u + static_cast<uint64_t>(products));
+  std::vector<Review> reviews;
+  reviews.reserve(static_cast<size_t>(per_product * products));
+  for (int64_t j = 0; j < per_product; ++j)
+    for (int64_t p = 0; p < products; ++p) reviews.push_back(random_review(rng, p));
+  const auto recent = first_reviews(reviews, products);
+  const double ruled_s = seed(h, kRuledDb, reviews, products, true);
+  const double direct_s = seed(h, kDirectDb, reviews, products, false);
+  row.seed_seconds = ruled_s + direct_s;
+  std::printf("  read cell %lld reviews/product: seeded %zu reviews and %lld products directly on each side "
+              "in %.2f s (remold side, with recentReviews) + %.2f s (direct side)\n",
+              static_cast<long long>(per_product), reviews.size(), static_cast<long long>(products), ruled_s,
+              direct_s);
+  std::fflush(stdout);
+
+  // Verification: the seeded subsets against the backend's order, and every
+  // side's answer for every product against the generated reviews.
+  std::ostringstream msg;
+  msg << verify_products(h, kRuledDb, static_cast<int64_t>(reviews.size()), products);
+  auto note = [&](int side, const PageRead& r) {
+    if (!r.ok) row.failures.add(std::string(read_side_name(side)) + ": " + r.error);
+  };
+  const int64_t expected_n = std::min<int64_t>(per_product, static_cast<int64_t>(kLimit));
+  for (int64_t p = 0; p < products; ++p) {
+    const std::vector<const Review*>& first = recent[static_cast<size_t>(p)];
+    for (int side = 0; side < kReadSides; ++side) {
+      PageRead r = read(side, p, true);
+      note(side, r);
+      if (!r.ok) continue;
+      std::string wrong;
+      if (!r.found) wrong = "product not found";
+      else if (r.reviews != expected_n)
+        wrong = std::to_string(r.reviews) + " reviews, expected " + std::to_string(expected_n);
+      for (size_t i = 0; wrong.empty() && i < first.size(); ++i) {
+        const bson_t* got = r.docs[i].get();
+        if (side == kPageApp) {
+          // Ties in `at` may come in either order here (the sort has no _id).
+          if (int_at(got, "productId") != p || date_at(got, "at") != first[i]->at_ms)
+            wrong = "review " + std::to_string(i) + " is " + to_json(got) + ", expected at " +
+                    std::to_string(first[i]->at_ms);
+        } else if (BsonPtr want = entry_bson(*first[i]); !same(got, want.get())) {
+          wrong = "entry " + std::to_string(i) + " is " + to_json(got) + ", expected " + to_json(want.get());
+        }
+      }
+      if (!wrong.empty()) msg << read_side_name(side) << " of product " << p << ": " << wrong << "; ";
+    }
+  }
+  row.verify_message = msg.str();
+
+  for (int w = 0; w < opt_.read_warmup; ++w)
+    for (int side = 0; side < kReadSides; ++side) note(side, read(side, w % products, false));
+
+  // Timed rounds: one read per side of one random product.
+  int64_t product = 0;
+  auto pick_product = [&] { product = static_cast<int64_t>(rng() % static_cast<uint64_t>(products)); };
+  auto timed_read = [&](int side) -> std::optional<double> {
+    PageRead r = read(side, product, false);
+    note(side, r);
+    if (r.ok && (!r.found || r.reviews != expected_n))
+      row.failures.add(std::string(read_side_name(side)) + ": a timed read of product " + std::to_string(product) +
+                       (r.found ? " returned " + std::to_string(r.reviews) + " reviews" : " found no product") +
+                       ", expected " + std::to_string(expected_n));
+    if (!r.ok) return std::nullopt;
+    return r.ms;
+  };
+  std::vector<SideSamples> samples =
+      run_rounds(opt_.reads, {kPageRemold, kPageDirect, kPageApp}, h.cpu(), pick_product, timed_read);
+  for (int side = 0; side < kReadSides; ++side) row.timed[side] = std::move(samples[side]);
+  row.load1 = load_average();
+  return row;
+}
+
+// ---- tables ----------------------------------------------------------------------
+
+// CPU seconds per operation as microseconds, -1 (unknown) kept; in a table
+// as a whole number, "?" when unknown.
+double us_of(double seconds) { return seconds >= 0 ? seconds * 1e6 : -1; }
+std::string cpu_us(double seconds) { return fixed_or_unknown(us_of(seconds), 0); }
+
+void SubsetScenario::print_read_table(const std::vector<ReadRow>& rows) const {
+  std::printf("\n(a) the product page: findOne of the product embedding its recent reviews (via remold,\n"
+              "    direct) vs the application's findOne + find(reviews).sort({at: -1}).limit(10) (direct)\n");
+  std::printf("%15s %8s %7s %19s %19s %19s %17s %13s %15s %18s %6s %s\n", "reviews/product", "products",
+              "seed s", "findOne remold ms", "findOne direct ms", "findOne+find ms", "app/page p50 p99",
+              "app/direct p50", "page R/D p50", "be cpu us P/A", "n", "check");
+  for (const ReadRow& r : rows) {
+    const SideSamples& page_remold = r.timed[kPageRemold];
+    const SideSamples& page_direct = r.timed[kPageDirect];
+    const SideSamples& app = r.timed[kPageApp];
+    std::string check = "verified";
+    if (!r.ok()) check = "FAILED: " + r.verify_message + r.failures.text("reads");
+    const std::string app_ratio =
+        ratio_text(app.p50(), page_remold.p50()) + " " + ratio_text(app.p99(), page_remold.p99());
+    const std::string be = cpu_us(page_direct.backend_cpu_s) + "/" + cpu_us(app.backend_cpu_s);
+    std::printf("%15lld %8lld %7.2f %19s %19s %19s %17s %13s %15s %18s %6zu %s\n",
+                static_cast<long long>(r.per_product), static_cast<long long>(r.products), r.seed_seconds,
+                ms_pair(page_remold.ms).c_str(), ms_pair(page_direct.ms).c_str(), ms_pair(app.ms).c_str(),
+                app_ratio.c_str(), ratio_text(app.p50(), page_direct.p50()).c_str(),
+                ratio_text(page_remold.p50(), page_direct.p50()).c_str(), be.c_str(), page_remold.ms.size(),
+                check.c_str());
+  }
+  std::printf(
+      "\n  p50/p99 ms = latency of one product page (with n <= 100 reads, p99 is the slowest one);\n"
+      "  findOne+find = the application's two reads together. app/page = the application's\n"
+      "  percentile / the remold findOne's (what the embedded subset saves a reader);\n"
+      "  app/direct = the same against the direct findOne; page R/D = findOne through remold /\n"
+      "  findOne direct (the hop: products have no rule, remold forwards them as they are).\n"
+      "  seed s = seeding both sides directly (reviews with insertMany, then the products).\n"
+      "  be cpu us P/A = backend CPU microseconds per direct findOne / per application page (? = pid\n"
+      "  not given). check: every product's recentReviews against its first 10 reviews as the\n"
+      "  backend sorts them, every side's answer for every product against the generated reviews,\n"
+      "  and the number of reviews of every timed read.\n");
+  for (const ReadRow& r : rows) {
+    JsonObject j;
+    j.add("bench", "subset_read").add("reviews_per_product", r.per_product).add("products", r.products)
+        .raw("seed_seconds", number_or_null(r.seed_seconds));
+    const char* keys[kReadSides] = {"find_one_remold", "find_one_direct", "app_find_one_and_find"};
+    for (int s = 0; s < kReadSides; ++s)
+      j.raw(keys[s], JsonObject()
+                         .raw("p50_ms", number_or_null(r.timed[s].p50()))
+                         .raw("p99_ms", number_or_null(r.timed[s].p99()))
+                         .add("n", r.timed[s].ms.size())
+                         .raw("cpu_us", JsonObject()
+                                            .raw("remold", number_or_null(us_of(r.timed[s].remold_cpu_s)))
+                                            .raw("backend", number_or_null(us_of(r.timed[s].backend_cpu_s)))
+                                            .str())
+                         .str());
+    auto ratio = [](double a, double b) { return number_or_null(a > 0 && b > 0 ? a / b : -1); };
+    const SideSamples* t = r.timed;
+    j.raw("app_vs_page_remold_p50", ratio(t[kPageApp].p50(), t[kPageRemold].p50()))
+        .raw("app_vs_page_remold_p99", ratio(t[kPageApp].p99(), t[kPageRemold].p99()))
+        .raw("app_vs_page_direct_p50", ratio(t[kPageApp].p50(), t[kPageDirect].p50()))
+        .raw("page_remold_vs_direct_p50", ratio(t[kPageRemold].p50(), t[kPageDirect].p50()))
+        .add("errors", r.failures.count).add("ok", r.ok()).add("load1", r.load1)
+        .add("cores", usable_cores());
+    print_bench_json(j);
+  }
+  std::fflush(stdout);
+}
+
+void SubsetScenario::print_insert_table(const std::vector<InsertCase>& cases) const {
+  std::printf("\n(b) review insert with its product's recent reviews: remold (one insert, remold pushes\n"
+              "    the entry) vs direct (the application inserts, then pushes onto the product itself)\n");
+  std::printf("%7s %12s %12s %6s %13s %18s %18s %12s %14s %16s %9s %s\n", "clients", "remold op/s",
+              "direct op/s", "ratio", "round range", "remold p50/p99 ms", "direct p50/p99 ms",
+              "p50 p99 R/D", "rm cpu us/op", "be cpu us/op R/D", "ops R/D", "check");
+  std::vector<JsonObject> json_rows;
+  for (int clients : opt_.clients) {
+    std::vector<const InsertCase*> side_cases[2];
+    for (const auto& c : cases)
+      if (c.clients == clients) side_cases[c.side].push_back(&c);
+    if (side_cases[kRemold].empty() || side_cases[kDirect].empty()) continue;
+    std::vector<double> ms[2], rates[2];
+    int64_t ops[2] = {0, 0};
+    uint64_t errors = 0;
+    double cpu_r[2] = {0, 0}, cpu_b[2] = {0, 0};
+    bool known_r = true, known_b = true;
+    std::string check;
+    for (int side : {kRemold, kDirect}) {
+      for (const auto* c : side_cases[side]) {
+        ms[side].insert(ms[side].end(), c->run.tally.ms.begin(), c->run.tally.ms.end());
+        rates[side].push_back(c->rate());
+        ops[side] += c->ops();
+        errors += c->run.tally.failures.count;
+        known_r = known_r && c->run.cpu.remold >= 0;
+        known_b = known_b && c->run.cpu.backend >= 0;
+        cpu_r[side] += c->run.cpu.remold;
+        cpu_b[side] += c->run.cpu.backend;
+        if (!c->ok() && check.empty())
+          check = std::string("FAILED ") + side_name(side) + " round " + std::to_string(c->round) + ": " +
+                  c->failure();
+      }
+    }
+    if (check.empty()) check = "verified";
+    const auto range = ratio_range(rates[kRemold], rates[kDirect]);
+    const double rate_r = median(rates[kRemold]), rate_d = median(rates[kDirect]);
+    char range_text[32] = "-";
+    if (range) std::snprintf(range_text, sizeof range_text, "%.2f-%.2f", range->first, range->second);
+    auto per_op = [&](double cpu, int side) { return ops[side] > 0 ? cpu / static_cast<double>(ops[side]) : -1; };
+    const double rm = known_r ? per_op(cpu_r[kRemold], kRemold) : -1;
+    const double be_r = known_b ? per_op(cpu_b[kRemold], kRemold) : -1;
+    const double be_d = known_b ? per_op(cpu_b[kDirect], kDirect) : -1;
+    const double p50[2] = {percentile(ms[0], 0.5), percentile(ms[1], 0.5)};
+    const double p99[2] = {percentile(ms[0], 0.99), percentile(ms[1], 0.99)};
+    const std::string lat_ratio = ratio_text(p50[0], p50[1]) + " " + ratio_text(p99[0], p99[1]);
+    const std::string be = cpu_us(be_r) + "/" + cpu_us(be_d);
+    const std::string nops = std::to_string(ops[kRemold]) + "/" + std::to_string(ops[kDirect]);
+    std::printf("%7d %12.0f %12.0f %6.2f %13s %18s %18s %12s %14s %16s %9s %s\n", clients, rate_r, rate_d,
+                rate_d > 0 ? rate_r / rate_d : 0, range_text, ms_pair(ms[kRemold]).c_str(),
+                ms_pair(ms[kDirect]).c_str(), lat_ratio.c_str(), cpu_us(rm).c_str(), be.c_str(), nops.c_str(),
+                check.c_str());
+    std::string rounds = "[";
+    for (size_t i = 0; i < rates[kRemold].size() && i < rates[kDirect].size(); ++i)
+      rounds += (i ? "," : "") + JsonObject()
+                                     .raw("remold", number_or_null(rates[kRemold][i], "%.1f"))
+                                     .raw("direct", number_or_null(rates[kDirect][i], "%.1f"))
+                                     .str();
+    rounds += "]";
+    json_rows.push_back(JsonObject()
+        .add("bench", "subset_insert").add("clients", clients)
+        .raw("remold_ops_per_s", number_or_null(rate_r, "%.1f"))
+        .raw("direct_ops_per_s", number_or_null(rate_d, "%.1f"))
+        .raw("ratio", number_or_null(rate_d > 0 ? rate_r / rate_d : -1))
+        .raw("round_ratio_min", number_or_null(range ? range->first : -1))
+        .raw("round_ratio_max", number_or_null(range ? range->second : -1))
+        .raw("remold_p50_ms", number_or_null(p50[0])).raw("remold_p99_ms", number_or_null(p99[0]))
+        .raw("direct_p50_ms", number_or_null(p50[1])).raw("direct_p99_ms", number_or_null(p99[1]))
+        .raw("rounds", rounds)
+        .raw("cpu_us_per_op",
+             JsonObject()
+                 .raw("remold_side", JsonObject()
+                                         .raw("remold", number_or_null(us_of(rm)))
+                                         .raw("backend", number_or_null(us_of(be_r)))
+                                         .str())
+                 .raw("direct_side", JsonObject().raw("backend", number_or_null(us_of(be_d))).str())
+                 .str())
+        .raw("ops", JsonObject().add("remold", ops[kRemold]).add("direct", ops[kDirect]).str())
+        .add("errors", errors).add("ok", check == "verified").add("check", check)
+        .add("cores", usable_cores()));
+  }
+  std::printf(
+      "\n  op/s = reviews per second (median of the rounds), both writes done for direct;\n"
+      "  ratio = remold / direct (above 1: remold is faster), round range = that ratio in single\n"
+      "  rounds (wide: noisy machine). p50/p99 ms = latency of one review, every round's samples\n"
+      "  together; p50 p99 R/D = remold's percentile / direct's (below 1: remold is faster).\n"
+      "  rm cpu / be cpu = CPU microseconds of remold / the backend per review (? = pid not given).\n"
+      "  check: reviews stored = seeded + inserts acknowledged, and every product's recentReviews =\n"
+      "  its first 10 reviews by {at: -1, _id: -1} as the backend sorts them, projected to\n"
+      "  {_id, author, rating, at}, on the backend directly.\n");
+  for (const auto& row : json_rows) print_bench_json(row);
+  std::fflush(stdout);
+}
+
+// ---- the run ---------------------------------------------------------------------
+
+bool SubsetScenario::run_reads(Harness& h) {
+  for (int side = 0; side < kReadSides; ++side)
+    read_client_[side] = h.connect(side == kPageRemold ? Via::remold : Via::direct);
+  bool all_ok = true;
+  std::vector<ReadRow> rows;
+  for (size_t cell = 0; cell < opt_.read_sizes.size(); ++cell) {
+    const int64_t size = opt_.read_sizes[cell];
+    rows.push_back(run_read(h, size, opt_.products_for(cell)));
+    const ReadRow& r = rows.back();
+    std::printf("  read cell %lld reviews/product: %zu rounds, p50 findOne remold %.3f ms, direct %.3f ms, "
+                "findOne + find %.3f ms%s%s\n",
+                static_cast<long long>(size), r.timed[kPageRemold].ms.size(), r.timed[kPageRemold].p50(),
+                r.timed[kPageDirect].p50(), r.timed[kPageApp].p50(), r.ok() ? "" : "; FAILED: ",
+                r.ok() ? "" : (r.verify_message + r.failures.first).c_str());
+    std::fflush(stdout);
+    all_ok = all_ok && r.ok();
+  }
+  print_read_table(rows);
+  return all_ok;
+}
+
+bool SubsetScenario::run_inserts(Harness& h) {
+  bool all_ok = true;
+  std::printf("\n");
+  if (opt_.warmup > 0) {
+    int64_t n = 0;
+    for (int side : {kRemold, kDirect}) {
+      InsertCase w = run_insert(h, side, 1, -1, opt_.warmup);
+      n += w.ops();
+      if (!w.ok()) {
+        std::printf("warm-up on %s FAILED: %s\n", side_name(side), w.failure().c_str());
+        all_ok = false;
+      }
+    }
+    std::printf("warm-up: %lld untimed inserts\n", static_cast<long long>(n));
+  }
+  // Per client count, remold and direct back to back, in ABBA order.
+  std::vector<std::vector<size_t>> groups;  // case k: clients[k / 2], side k % 2
+  for (size_t k = 0; k < opt_.clients.size(); ++k) groups.push_back({2 * k + kRemold, 2 * k + kDirect});
+  std::vector<InsertCase> cases;
+  for (int round = 0; round < opt_.rounds; ++round) {
+    for (const size_t k : abba_round(groups, round)) {
+      const int side = static_cast<int>(k % 2), clients = opt_.clients[k / 2];
+      cases.push_back(run_insert(h, side, clients, round, opt_.seconds));
+      const InsertCase& c = cases.back();
+      std::printf("  round %d, %d clients, %-6s: %lld reviews in %.2f s = %.0f/s, p50 %.2f ms%s%s\n", round, clients,
+                  side_name(side), static_cast<long long>(c.ops()), c.run.seconds, c.rate(),
+                  percentile(c.run.tally.ms, 0.5), c.ok() ? "" : "; FAILED: ", c.ok() ? "" : c.failure().c_str());
+      std::fflush(stdout);
+      all_ok = all_ok && c.ok();
+    }
+  }
+  print_insert_table(cases);
+  return all_ok;
+}
+
+bool SubsetScenario::run(Harness& h) {
+  const bool reads_ok = !opt_.run_read || run_reads(h);
+  const bool inserts_ok = !opt_.run_insert || run_inserts(h);
+  return reads_ok && inserts_ok;
+}
+
+// Dropped directly: the subset rule ensures nothing remold would have to
+// forget, and remold refuses a drop of reviews that still exist.
+void SubsetScenario::clean_up(Harness& h) {
+  for (const char* db : {kRuledDb, kDirectDb})
+    command(h.admin(Via::direct), db, json(R"({"dropDatabase": 1})").get(), true);
+}
+
+}  // namespace
+}  // namespace subset_bench
+
+int main(int argc, char** argv) {
+  subset_bench::SubsetScenario scenario;
+  return bench_common::run_pattern_bench(argc, argv, scenario);
+}
