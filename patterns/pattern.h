@@ -43,8 +43,9 @@
 //
 // Stacks. A rule file may stack two rules on one collection (`pattern:
 // [upper, lower]`): the upper rule's plans run through the lower rule
-// (rewrite/stacked_plan.h). A pattern may be the upper rule when its plans
-// run only commands on its collection that a plain collection takes; it
+// (rewrite/stacked_plan.h); their commands on other collections go as they
+// are. A pattern may be the upper rule when its plans run only commands on
+// its collection that a plain collection takes; it
 // says so, and names the top-level fields its own filters read from the
 // documents as stored (checks and migrations filter on them directly), and
 // those its plans may write besides the application's:

@@ -53,8 +53,13 @@ std::optional<Plan> RewriteLayer(const Command& command, const Rule& rule, size_
   if (depth + 1 == layers.size()) return plan;
   if (!plan) return RewriteLayer(command, rule, depth + 1, caps);
   // The stacked plan outlives this call: it keeps its own copy of the rule.
+  // A command of the upper plan on another collection (a subset's parent)
+  // is none of the lower rule's: it goes as it is.
   auto owned = std::make_shared<const Rule>(rule);
-  return StackedPlan(std::move(*plan), [owned, depth, caps](const Command& lower) {
+  return StackedPlan(std::move(*plan), [owned, depth, caps](const Command& lower) -> std::optional<Plan> {
+    std::optional<CommandNamespace> ns = ResolveNamespace(lower.name, lower.body.get());
+    if (!ns || !ns->collection || ns->db != owned->logical().db || *ns->collection != owned->logical().collection)
+      return std::nullopt;
     return RewriteLayer(lower, *owned, depth + 1, caps);
   });
 }

@@ -98,6 +98,16 @@ struct ComputedRule {
   // Documents of `logical` still in the form written before the rule, as
   // a filter (Extended JSON); "" when there is no such form.
   std::string Unconverted() const;
+
+  // In a stack (patterns/pattern.h), the lower rule: documents are stored
+  // as written, with the computed fields among them, which no upper rule
+  // may write.
+  bool StoresAsWritten(std::string_view) const { return true; }
+  std::vector<std::string> ReservedFields() const {
+    std::vector<std::string> names;
+    for (const ComputedField& f : fields) names.push_back(f.field);
+    return names;
+  }
 };
 
 }  // namespace remold

@@ -13,8 +13,6 @@ namespace {
 constexpr int kMaxSyncRounds = 8;
 // Referencing documents whose copy one batch sets.
 constexpr int32_t kFanOutBatch = 1000;
-// A fan-out past this many documents is reported.
-constexpr int64_t kLargeFanOut = 10'000;
 
 Doc Statement(const Doc& q, const Doc& u, bool multi) {
   Doc statement;
@@ -145,7 +143,6 @@ CopySync::CopySync(const ExtendedReferenceRule& rule, const FollowerContext& con
 
 void CopySync::Schedule(CommandQueue& queue, Doc reference) {
   refs_.push_back(std::move(reference));
-  updated_.push_back(0);
   Round(queue, refs_.size() - 1, 1);
 }
 
@@ -212,12 +209,6 @@ void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
     queue.Push(std::move(update), [this, &queue, ref, round, copy, more](const Doc& reply) {
       if (!IsOkReply(reply) || Find(reply.get(), "writeErrors"))
         return ReportFollowUpFailure(context_, reply, "syncing the copies in " + rule_.logical.full() + "." + rule_.into);
-      const int64_t before = updated_[ref];
-      updated_[ref] += FindInteger(reply.get(), "nModified").value_or(0);
-      if (before < kLargeFanOut && updated_[ref] >= kLargeFanOut && !InTransaction(context_.client))
-        context_.warnings->push_back("a change of " + rule_.referenced.full() + " " + refs_[ref].ToRelaxedJson() +
-                                     " is synced into more than " + std::to_string(kLargeFanOut) + " documents of " +
-                                     rule_.logical.full() + " (batches of " + std::to_string(kFanOutBatch) + ")");
       if (more) return Batch(queue, ref, round, copy);
       Verify(queue, ref, round, copy);
     });

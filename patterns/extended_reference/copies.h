@@ -59,8 +59,7 @@ std::string SyncLine(const ExtendedReferenceRule& rule);
 // mode): for each reference, read the referenced document, set its copy
 // (or null when it is gone) on the referencing documents that hold another
 // one, 1,000 at a time, then read the referenced document again; another
-// round while it changed meanwhile (up to 8, then a warning). A fan-out
-// past 10,000 documents adds a warning saying how many.
+// round while it changed meanwhile (up to 8, then a warning).
 class CopySync {
  public:
   CopySync(const ExtendedReferenceRule& rule, const FollowerContext& context);
@@ -76,7 +75,6 @@ class CopySync {
   ExtendedReferenceRule rule_;
   FollowerContext context_;
   std::vector<Doc> refs_;
-  std::vector<int64_t> updated_;  // by ref: documents whose copy was set
 };
 
 }  // namespace remold

@@ -190,8 +190,53 @@ struct StatementNeeds {
   bool any() const { return set || on_insert || unset; }
 };
 
-// {reference: v} or {reference: {$eq: v}} at the top of an upsert's filter.
+std::optional<Doc> PinnedHere(const ExtendedReferenceRule& rule, const bson_t* q);
+
+// The clauses of an upsert's filter whose equalities MongoDB copies into
+// the document it inserts: the top level, and the clauses of $and (and of
+// an $or of one clause), recursively.
+void ForEachInsertedClause(const bson_t* q, const std::function<void(const bson_t*)>& each) {
+  each(q);
+  for (const char* op : {"$and", "$or"}) {
+    std::optional<bson_iter_t> list = Find(q, op);
+    if (!list || !BSON_ITER_HOLDS_ARRAY(&*list)) continue;
+    std::vector<Doc> clauses = ArrayDocuments(*list);
+    if (std::string_view(op) == "$or" && clauses.size() != 1) continue;
+    for (const Doc& clause : clauses) ForEachInsertedClause(clause.get(), each);
+  }
+}
+
+// Why an upsert's filter would insert a reference or a copy remold does not
+// write (a path into the reference, the copy itself), or nothing.
+std::optional<Refusal> UpsertFilterProblem(const ExtendedReferenceRule& rule, const bson_t* q) {
+  std::optional<Refusal> problem;
+  ForEachInsertedClause(q, [&](const bson_t* clause) {
+    bson_iter_t it;
+    bson_iter_init(&it, clause);
+    while (!problem && bson_iter_next(&it)) {
+      const std::string_view key = bson_iter_key(&it);
+      if (FirstComponent(key) == rule.into) problem = WritesTheCopy(rule);
+      else if (FirstComponent(key) == rule.reference && key != rule.reference)
+        problem = Refusal{error_codes::kInvalidOptions,
+                          "an upsert into " + rule.logical.full() + " whose filter names '" + std::string(key) +
+                              "' would insert a reference remold cannot copy; name '" + rule.reference +
+                              "' itself (extended reference rule)"};
+    }
+  });
+  return problem;
+}
+
+// {reference: v} or {reference: {$eq: v}} in an upsert's filter (at the
+// top, or in a clause MongoDB copies into the inserted document).
 std::optional<Doc> PinnedReference(const ExtendedReferenceRule& rule, const bson_t* q) {
+  std::optional<Doc> pinned;
+  ForEachInsertedClause(q, [&](const bson_t* clause) {
+    if (!pinned) pinned = PinnedHere(rule, clause);
+  });
+  return pinned;
+}
+
+std::optional<Doc> PinnedHere(const ExtendedReferenceRule& rule, const bson_t* q) {
   std::optional<bson_iter_t> value = Find(q, rule.reference);
   if (!value) return std::nullopt;
   if (BSON_ITER_HOLDS_DOCUMENT(&*value)) {
@@ -253,7 +298,10 @@ std::optional<Refusal> Classify(const ExtendedReferenceRule& rule, const bson_t*
       }
     }
   }
-  if (upsert && !needs.set && !needs.on_insert && !needs.unset) needs.on_insert = PinnedReference(rule, q);
+  if (upsert) {
+    if (auto refusal = UpsertFilterProblem(rule, q)) return refusal;
+    if (!needs.set && !needs.on_insert && !needs.unset) needs.on_insert = PinnedReference(rule, q);
+  }
   return std::nullopt;
 }
 
@@ -313,16 +361,20 @@ std::optional<Refusal> Augment(const ExtendedReferenceRule& rule, const Statemen
     if (needs.set) copy = CopyOfReference(rule, *needs.set, table, refusal);
     if (refusal) return refusal;
     if (needs.own_copy) {
-      // A copy read and written back (its _id is the reference) is kept:
-      // a frozen copy stays the one taken when the document was written.
       std::optional<Doc> own_id;
       if (auto own = FindDocument(needs.own_copy->get(), "v"))
         if (auto id = Find(own->get(), "_id")) own_id = Boxed(*id);
-      if (!needs.set || !own_id || !(KeyOf(Unboxed(*own_id)) == KeyOf(Unboxed(*needs.set)))) {
-        if (!copy || !(*copy == *needs.own_copy)) return WritesTheCopy(rule);
+      const bool same_document = needs.set && own_id && KeyOf(Unboxed(*own_id)) == KeyOf(Unboxed(*needs.set));
+      if (!same_document && (!copy || !(*copy == *needs.own_copy))) return WritesTheCopy(rule);
+      if (rule.mode == ExtendedReferenceRule::Mode::kFrozen) {
+        // A copy read and written back (a copy of the same document) is
+        // kept: a frozen copy stays the one taken when the document was
+        // written.
+        out = update.u;
+        return std::nullopt;
       }
-      out = update.u;
-      return std::nullopt;
+      // Synced: the copy is the referenced document as it is now, whatever
+      // the replacement read.
     }
     out = WithCopy(update.u.get(), rule.into, copy);
     if (copy && check) check->Wrote(Unboxed(*needs.set), *copy);

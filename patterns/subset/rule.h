@@ -57,6 +57,11 @@ struct SubsetRule {
 
   // The child fields the subset reads: the link, _id, the copied fields.
   std::vector<std::string> Inputs() const;
+
+  // In a stack (patterns/pattern.h), the upper rule: its follow-ups read
+  // the link and the copied fields as stored; it writes no child field.
+  std::vector<std::string> FieldsReadAsStored() const { return Inputs(); }
+  std::vector<std::string> FieldsWritten() const { return {}; }
   // {sort keys..., _id: direction of the last}: the order of the array.
   std::vector<SubsetSortKey> Order() const;
 };

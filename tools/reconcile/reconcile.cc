@@ -56,8 +56,11 @@ std::string RuleKind(const Rule& rule) {
 
 // Whether `rule` maintains values or copies that reconciliation checks.
 bool Reconciled(const Rule& rule) {
-  return std::holds_alternative<ComputedRule>(rule.pattern) || std::holds_alternative<SubsetRule>(rule.pattern) ||
-         std::holds_alternative<ExtendedReferenceRule>(rule.pattern);
+  for (const PatternRule* layer : rule.layers())
+    if (std::holds_alternative<ComputedRule>(*layer) || std::holds_alternative<SubsetRule>(*layer) ||
+        std::holds_alternative<ExtendedReferenceRule>(*layer))
+      return true;
+  return false;
 }
 
 std::string ReconciledRuleNames(const RuleSet& rules) {
@@ -129,15 +132,17 @@ int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_i
 }  // namespace
 
 std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule) {
-  if (const auto* subset = std::get_if<SubsetRule>(&rule.pattern))
-    return {CheckSubset(context, rule.name, *subset)};
-  if (const auto* reference = std::get_if<ExtendedReferenceRule>(&rule.pattern))
-    return {CheckReference(context, rule.name, *reference)};
-  const auto& computed = std::get<ComputedRule>(rule.pattern);
   std::vector<Summary> summaries;
-  for (const ComputedAggregate& aggregate : computed.aggregates)
-    summaries.push_back(CheckAggregate(context, rule.name, computed.logical, aggregate));
-  if (!computed.fields.empty()) summaries.push_back(CheckFields(context, rule.name, computed));
+  for (const PatternRule* layer : rule.layers()) {
+    if (const auto* subset = std::get_if<SubsetRule>(layer)) summaries.push_back(CheckSubset(context, rule.name, *subset));
+    if (const auto* reference = std::get_if<ExtendedReferenceRule>(layer))
+      summaries.push_back(CheckReference(context, rule.name, *reference));
+    if (const auto* computed = std::get_if<ComputedRule>(layer)) {
+      for (const ComputedAggregate& aggregate : computed->aggregates)
+        summaries.push_back(CheckAggregate(context, rule.name, computed->logical, aggregate));
+      if (!computed->fields.empty()) summaries.push_back(CheckFields(context, rule.name, *computed));
+    }
+  }
   return summaries;
 }
 

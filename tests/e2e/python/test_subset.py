@@ -261,6 +261,41 @@ def test_one_hot_product_every_client_at_once(subset_env):
     print(f"\n{HOT_OPS} operations on one product from 8 clients in {seconds:.1f} s: {tally}")
 
 
+def test_stacked_over_a_computed_count(tmp_path, private_remold, make_client, direct_client, db_name):
+    """`pattern: [subset, computed]`: one rule file keeps each product's
+    recent reviews and its review count; the subset's writes run through
+    the computed rule."""
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    (rules_dir / "reviews.yaml").write_text(reviews_rule(db_name).replace(
+        "pattern: subset", "pattern: [subset, computed]") + """computed:
+  aggregates:
+    - target: products
+      link: productId
+      fields:
+        reviewCount: count
+""")
+    remold = private_remold(extra_args=("--rules", str(rules_dir)))
+    env = SimpleNamespace(remold=remold, rules_dir=rules_dir, db=make_client(remold.uri)[db_name],
+                          direct=direct_client[db_name], make_client=lambda: make_client(remold.uri), name=db_name)
+    try:
+        seed_products(env)
+        ops = max(200, int(2_000 * SCALE))
+        errors, tally, seconds = run_clients(env.make_client, env.name, 8, ops, REVIEW_MIX, review_step, seed=16)
+        assert not errors, "\n".join(errors[:3])
+        assert_subsets(env, f"stacked over a count, after {ops} operations from 8 clients")
+        reviews = list(env.direct.reviews.find())
+        wrong = []
+        for product in env.direct.products.find():
+            count = sum(1 for r in reviews if r.get("productId") == product["_id"])
+            if product.get("reviewCount", 0) != count:
+                wrong.append(f"product {product['_id']}: reviewCount {product.get('reviewCount')}, expected {count}")
+        assert not wrong, report(wrong, "review counts")
+        print(f"\n{ops} operations from 8 clients in {seconds:.1f} s: subsets and counts exact")
+    finally:
+        direct_client.drop_database(db_name)
+
+
 def test_ties_eviction_and_refill(subset_env):
     env = subset_env
     env.direct.products.insert_one({"_id": "p", "name": "lamp"})
