@@ -5,7 +5,8 @@
 # (NAME_bench --print-rule), so a rule is written once, in its bench.
 #
 # Usage: bash bench/pattern_run.sh NAME [BUILD_DIR] [NAME_bench args...]
-#   NAME: bucket, attribute, computed, subset (a bench/NAME_bench.cc).
+#   NAME: bucket, attribute, computed, subset, extended_reference (a
+#   bench/NAME_bench.cc).
 #   BUILD_DIR defaults to build; it must hold remold and NAME_bench.
 #   Extra args go to the bench (NAME_bench --help lists them).
 # Environment:

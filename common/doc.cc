@@ -1,5 +1,7 @@
 #include "common/doc.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -159,6 +161,28 @@ Doc Stage(std::string_view name, const Doc& spec) {
   Doc stage;
   AppendDoc(stage.mut(), name, spec);
   return stage;
+}
+
+void AppendEquals(bson_t* filter, std::string_view key, const bson_iter_t& value) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
+    AppendValue(filter, key, value);
+    return;
+  }
+  Doc eq;
+  AppendValue(eq.mut(), "$eq", value);
+  AppendDoc(filter, key, eq);
+}
+
+Doc IdAndFields(const bson_t* doc, const std::vector<std::string>& fields) {
+  Doc out;
+  if (auto id = Find(doc, "_id")) AppendValue(out.mut(), "_id", *id);
+  bson_iter_t it;
+  bson_iter_init(&it, doc);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key != "_id" && std::find(fields.begin(), fields.end(), key) != fields.end()) AppendValue(out.mut(), key, it);
+  }
+  return out;
 }
 
 std::string JsonQuote(std::string_view text) {

@@ -65,6 +65,14 @@ void AppendString(bson_t* out, std::string_view key, std::string_view value);
 // {name: spec}: a pipeline stage.
 Doc Stage(std::string_view name, const Doc& spec);
 
+// {key: value} for a filter: the value as it is, or {$eq: value} for a
+// document (matched as a value even when it looks like an operator).
+void AppendEquals(bson_t* filter, std::string_view key, const bson_iter_t& value);
+
+// `doc`'s _id, then those of `fields` it has, in its own order: the copy
+// of a document another one embeds.
+Doc IdAndFields(const bson_t* doc, const std::vector<std::string>& fields);
+
 // `text` as a JSON string literal, quotes included (for pipelines built as
 // Extended JSON text).
 std::string JsonQuote(std::string_view text);

@@ -33,16 +33,7 @@ std::optional<bson_iter_t> ReferenceOf(const bson_t* doc, const std::string& fie
 }
 
 Doc CopyOf(const ExtendedReferenceRule& rule, const bson_t* referenced) {
-  Doc copy;
-  if (auto id = Find(referenced, "_id")) AppendValue(copy.mut(), "_id", *id);
-  bson_iter_t it;
-  bson_iter_init(&it, referenced);
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key != "_id" && std::find(rule.fields.begin(), rule.fields.end(), key) != rule.fields.end())
-      AppendValue(copy.mut(), key, it);
-  }
-  return copy;
+  return IdAndFields(referenced, rule.fields);
 }
 
 std::string KeyOf(const bson_iter_t& value) {
@@ -163,14 +154,7 @@ void CopySync::Round(CommandQueue& queue, size_t ref, int round) {
 void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
   // {<reference>: ref, <into>: {$ne: copy}}: the documents still holding another copy.
   Doc filter, ne;
-  bson_iter_t value = Unboxed(refs_[ref]);
-  if (BSON_ITER_HOLDS_DOCUMENT(&value)) {  // matched as a value, even one that looks like an operator
-    Doc eq;
-    AppendValue(eq.mut(), "$eq", value);
-    AppendDoc(filter.mut(), rule_.reference, eq);
-  } else {
-    AppendValue(filter.mut(), rule_.reference, value);
-  }
+  AppendEquals(filter.mut(), rule_.reference, Unboxed(refs_[ref]));
   AppendValue(ne.mut(), "$ne", Unboxed(copy));
   AppendDoc(filter.mut(), rule_.into, ne);
   BackendCommand find;

@@ -14,9 +14,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <set>
 
+#include "rules/copied_fields.h"
 #include "rules/file_context.h"
 
 namespace remold {
@@ -53,23 +52,7 @@ ExtendedReferenceRule ExtendedReferenceRule::Parse(const FileContext& ctx, const
   if (reference_ok && into_ok && rule.into == rule.reference)
     ctx.Report(s["into"], "the copy goes into '" + rule.into + "', the reference itself; expected another field");
   ctx.Step([&] {
-    if (!s["fields"]) ctx.Fail(s, "missing 'fields' in 'extended_reference', expected the fields copied");
-    std::set<std::string> seen;
-    for (std::string& field : ctx.StringList(s, "fields")) {
-      const YAML::Node node = s["fields"];
-      if (!ctx.CheckFieldName(node, field, "copied field")) continue;
-      if (field == "_id") {
-        ctx.Report(node, "'_id' is always copied (it is the reference); list the other fields");
-        continue;
-      }
-      if (!seen.insert(field).second) {
-        ctx.Report(node, "copied field '" + field + "' is listed twice");
-        continue;
-      }
-      rule.fields.push_back(std::move(field));
-    }
-    if (s["fields"].IsSequence() && s["fields"].size() == 0)
-      ctx.Report(s["fields"], "'fields' is empty, expected the fields copied");
+    rule.fields = ParseCopiedFields(ctx, s, "'extended_reference'", "the fields copied", "it is the reference");
   });
   ctx.Step([&] {
     const std::string mode = ctx.OptionalString(s, "mode", "frozen", "frozen or synced");

@@ -27,18 +27,6 @@ std::optional<bson_iter_t> LinkOf(const bson_t* child, const std::string& field)
   return link;
 }
 
-// {field: value}, or {field: {$eq: value}} for a document (one that looks
-// like an operator is matched as a value); a plain value keeps the form
-// every backend serves from the _id index.
-void AppendEquals(bson_t* filter, const std::string& field, const bson_iter_t& value) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
-    AppendValue(filter, field, value);
-    return;
-  }
-  Doc eq;
-  AppendValue(eq.mut(), "$eq", value);
-  AppendDoc(filter, field, eq);
-}
 
 bool SameValue(const std::optional<bson_iter_t>& a, const std::optional<bson_iter_t>& b) {
   if (!a || !b) return !a && !b;
@@ -72,18 +60,7 @@ SubsetFollower::Parent& SubsetFollower::ParentOf(const bson_iter_t& id) {
   return parents_[it->second];
 }
 
-Doc SubsetFollower::EntryOf(const bson_t* child) const {
-  Doc entry;
-  if (auto id = Find(child, "_id")) AppendValue(entry.mut(), "_id", *id);
-  bson_iter_t it;
-  bson_iter_init(&it, child);
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key != "_id" && std::find(rule_.fields.begin(), rule_.fields.end(), key) != rule_.fields.end())
-      AppendValue(entry.mut(), key, it);
-  }
-  return entry;
-}
+Doc SubsetFollower::EntryOf(const bson_t* child) const { return IdAndFields(child, rule_.fields); }
 
 bool SubsetFollower::SameEntry(const bson_t* before, const bson_t* after) const {
   for (const std::string& field : rule_.fields)

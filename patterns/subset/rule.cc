@@ -18,6 +18,7 @@
 #include <charconv>
 #include <set>
 
+#include "rules/copied_fields.h"
 #include "rules/file_context.h"
 
 namespace remold {
@@ -101,23 +102,8 @@ SubsetRule SubsetRule::Parse(const FileContext& ctx, const YAML::Node& s, const 
     rule.limit = ParseLimit(ctx, s["limit"]);
   });
   const bool fields_ok = ctx.Step([&] {
-    if (!s["fields"]) ctx.Fail(s, "missing 'fields' in 'subset', expected the child fields copied into each entry");
-    std::set<std::string> seen;
-    for (std::string& field : ctx.StringList(s, "fields")) {
-      const YAML::Node node = s["fields"];
-      if (!ctx.CheckFieldName(node, field, "copied field")) continue;
-      if (field == "_id") {
-        ctx.Report(node, "'_id' is always copied (it identifies the entry); list the other fields");
-        continue;
-      }
-      if (!seen.insert(field).second) {
-        ctx.Report(node, "copied field '" + field + "' is listed twice");
-        continue;
-      }
-      rule.fields.push_back(std::move(field));
-    }
-    if (s["fields"].IsSequence() && s["fields"].size() == 0)
-      ctx.Report(s["fields"], "'fields' is empty, expected the child fields copied into each entry");
+    rule.fields = ParseCopiedFields(ctx, s, "'subset'", "the child fields copied into each entry",
+                                    "it identifies the entry");
   });
   if (sort_ok && fields_ok) {
     for (const SubsetSortKey& key : rule.sort) {

@@ -7,17 +7,6 @@
 namespace remold {
 namespace {
 
-// {field: value}, or {field: {$eq: value}} for a document (matched as a
-// value even when it looks like an operator).
-void AppendEquals(bson_t* filter, const std::string& field, const bson_iter_t& value) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
-    AppendValue(filter, field, value);
-    return;
-  }
-  Doc eq;
-  AppendValue(eq.mut(), "$eq", value);
-  AppendDoc(filter, field, eq);
-}
 
 constexpr size_t kBatch = 500;
 
@@ -26,19 +15,6 @@ bool Names(const std::optional<bson_iter_t>& ref) {
          !BSON_ITER_HOLDS_REGEX(&*ref);
 }
 
-// {_id, fields in its order}: the copy of a referenced document.
-Doc CopyOf(const ExtendedReferenceRule& rule, const bson_t* referenced) {
-  Doc copy;
-  if (auto id = Find(referenced, "_id")) AppendValue(copy.mut(), "_id", *id);
-  bson_iter_t it;
-  bson_iter_init(&it, referenced);
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key != "_id" && std::find(rule.fields.begin(), rule.fields.end(), key) != rule.fields.end())
-      AppendValue(copy.mut(), key, it);
-  }
-  return copy;
-}
 
 // The copies of the documents `docs` reference, by LinkKey.
 std::map<std::string, Doc> ReadCopies(const CheckContext& context, const ExtendedReferenceRule& rule,
@@ -58,7 +34,7 @@ std::map<std::string, Doc> ReadCopies(const CheckContext& context, const Extende
   AppendDoc(options.mut(), "projection", projection);
   std::map<std::string, Doc> copies;
   context.backend.Find(rule.referenced, filter.get(), options.get(), [&](DocumentView view) {
-    if (auto id = Find(view.bson, "_id")) copies.emplace(LinkKey(*id), CopyOf(rule, view.bson));
+    if (auto id = Find(view.bson, "_id")) copies.emplace(LinkKey(*id), IdAndFields(view.bson, rule.fields));
   });
   return copies;
 }

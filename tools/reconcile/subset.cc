@@ -7,17 +7,6 @@
 namespace remold {
 namespace {
 
-// {field: value}, or {field: {$eq: value}} for a document (matched as a
-// value even when it looks like an operator).
-void AppendEquals(bson_t* filter, const std::string& field, const bson_iter_t& value) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
-    AppendValue(filter, field, value);
-    return;
-  }
-  Doc eq;
-  AppendValue(eq.mut(), "$eq", value);
-  AppendDoc(filter, field, eq);
-}
 
 // {v: [the first N children, as the parent embeds them]}.
 Doc ExpectedArray(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& parent_id) {
