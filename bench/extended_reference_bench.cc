@@ -55,7 +55,9 @@
 #include <mongoc/mongoc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -282,6 +284,21 @@ bson_t* seeded_order_bson(int64_t j, int64_t customer, const bson_t* copy) {
   BSON_APPEND_INT64(doc, "_id", j);
   append_order_fields(doc, customer, kT0Ms + j * kOrderStepMs, static_cast<uint64_t>(j) * 2654435761u, copy);
   return doc;
+}
+
+// The _id of the next order an insert case writes: an ObjectId of the run's
+// start time and a counter, so the ids only grow (bson_oid_init's counter
+// may wrap) and a case's orders are those between its least and greatest.
+bson_oid_t next_order_id() {
+  static const uint32_t start = static_cast<uint32_t>(std::time(nullptr));
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t n = counter.fetch_add(1);
+  uint8_t bytes[12];
+  for (int i = 0; i < 4; ++i) bytes[i] = static_cast<uint8_t>(start >> (8 * (3 - i)));
+  for (int i = 0; i < 8; ++i) bytes[4 + i] = static_cast<uint8_t>(n >> (8 * (7 - i)));
+  bson_oid_t id;
+  bson_oid_init_from_data(&id, bytes);
+  return id;
 }
 
 // An order the insert cases write: {_id: ObjectId, ...}, no copy.
@@ -705,14 +722,14 @@ OrderRead ExtendedReferenceScenario::read(int side, int64_t order, bool keep) {
   mongoc_cursor_t* cursor;
   BsonPtr query;
   const auto start = Clock::now();
+  // Alive until the cursor is destroyed.
+  CollectionPtr orders = collection(client, side == kViewLookup ? kDirectDb : kRuledDb, "orders");
   if (side == kViewLookup) {
-    CollectionPtr orders = collection(client, kDirectDb, "orders");
     query.reset(BCON_NEW("pipeline", "[", "{", "$match", "{", "_id", BCON_INT64(order), "}", "}", "{", "$lookup", "{",
                          "from", BCON_UTF8("customers"), "localField", BCON_UTF8(kReference), "foreignField",
                          BCON_UTF8("_id"), "as", BCON_UTF8(kInto), "}", "}", "]"));
     cursor = mongoc_collection_aggregate(orders.get(), MONGOC_QUERY_NONE, query.get(), nullptr, nullptr);
   } else {
-    CollectionPtr orders = collection(client, kRuledDb, "orders");
     query.reset(BCON_NEW("_id", BCON_INT64(order)));
     cursor = mongoc_collection_find_with_opts(orders.get(), query.get(), find_one_opts.get(), nullptr);
   }
@@ -827,7 +844,7 @@ InsertCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int clien
       static const BsonPtr copy_opts = json(R"({"projection": {"name": 1, "shippingAddress": 1}, "limit": 1,
                                                "singleBatch": true})");
       Inserted ins;
-      bson_oid_init(&ins.id, nullptr);  // thread-safe: the default context
+      ins.id = next_order_id();
       ins.customer = first + static_cast<int64_t>(rng() % static_cast<uint64_t>(regulars));
       BsonPtr order(new_order_bson(ins.id, ins.customer, rng()));
       BsonPtr by_id(BCON_NEW("_id", BCON_INT64(ins.customer)));
@@ -870,8 +887,8 @@ InsertCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int clien
   const Via via = side == kInsRemold ? Via::remold : Via::direct;
   result.run = run_client_threads(h.connect(via, clients), h.cpu(), seconds, prepare);
 
-  // The orders of this case: ObjectIds from this process only grow, so the
-  // case's orders are the range between its least and greatest _id.
+  // The orders of this case: the order ids only grow (next_order_id), so
+  // the case's orders are the range between its least and greatest _id.
   std::unordered_map<std::string, int64_t> expected;
   std::optional<bson_oid_t> least, greatest;
   for (const auto& thread : inserted)
