@@ -163,8 +163,20 @@ Doc Stage(std::string_view name, const Doc& spec) {
   return stage;
 }
 
+Doc Boxed(const bson_iter_t& value) {
+  Doc box;
+  AppendValue(box.mut(), "v", value);
+  return box;
+}
+
+bson_iter_t Unboxed(const Doc& box) {
+  bson_iter_t it;
+  bson_iter_init_find(&it, box.get(), "v");
+  return it;
+}
+
 void AppendEquals(bson_t* filter, std::string_view key, const bson_iter_t& value) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value) && !BSON_ITER_HOLDS_REGEX(&value)) {
     AppendValue(filter, key, value);
     return;
   }

@@ -65,8 +65,14 @@ void AppendString(bson_t* out, std::string_view key, std::string_view value);
 // {name: spec}: a pipeline stage.
 Doc Stage(std::string_view name, const Doc& spec);
 
+// One value kept beyond the buffer it was read from, as {v: value};
+// Unboxed views the value inside the box (valid while the box lives).
+Doc Boxed(const bson_iter_t& value);
+bson_iter_t Unboxed(const Doc& box);
+
 // {key: value} for a filter: the value as it is, or {$eq: value} for a
-// document (matched as a value even when it looks like an operator).
+// document (matched as a value even when it looks like an operator) and a
+// regular expression (matched as a value, not as a pattern).
 void AppendEquals(bson_t* filter, std::string_view key, const bson_iter_t& value);
 
 // `doc`'s _id, then those of `fields` it has, in its own order: the copy

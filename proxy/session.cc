@@ -395,6 +395,7 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
     for (const std::string& warning : shaped->warnings)
       spdlog::debug("session {}: rule {}: {}", id_, rule, warning);
   }
+  for (const std::string& notice : shaped->notices) spdlog::info("session {}: rule {}: {}", id_, rule, notice);
   if (!co_await SendReply(request, shaped->reply)) co_return false;
   if (!shaped->cursors_to_kill.empty()) {
     if (!co_await RoundTrip(KillCursorsCommand(*shaped))) co_return false;

@@ -43,6 +43,9 @@ struct ShapedReply {
   // What went wrong without failing the client's command (a maintained
   // value left to reconciliation); the proxy logs each line.
   std::vector<std::string> warnings;
+  // What went well but operators may want to know (a sync that set a
+  // large number of copies); the proxy logs each line at info.
+  std::vector<std::string> notices;
 };
 
 // What runs after some backend commands ran: the next commands, and what

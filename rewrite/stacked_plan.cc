@@ -84,6 +84,7 @@ class StackRun {
     if (out.kill_collection == kill_collection_ && out.kill_db == kill_db_)
       out.cursors_to_kill.insert(out.cursors_to_kill.end(), cursors_.begin(), cursors_.end());
     out.warnings.insert(out.warnings.begin(), warnings_.begin(), warnings_.end());
+    out.notices.insert(out.notices.begin(), notices_.begin(), notices_.end());
     return out;
   }
 
@@ -143,6 +144,7 @@ class StackRun {
       cursors_.insert(cursors_.end(), shaped.cursors_to_kill.begin(), shaped.cursors_to_kill.end());
     }
     warnings_.insert(warnings_.end(), shaped.warnings.begin(), shaped.warnings.end());
+    notices_.insert(notices_.end(), shaped.notices.begin(), shaped.notices.end());
   }
 
   PlanRunner upper_;
@@ -154,6 +156,7 @@ class StackRun {
   std::string kill_db_;
   std::string kill_collection_;
   std::vector<std::string> warnings_;
+  std::vector<std::string> notices_;
 };
 
 Continuation Following(std::shared_ptr<StackRun> run) {

@@ -31,18 +31,6 @@ bool IsNull(const std::optional<bson_iter_t>& value) {
   return !value || BSON_ITER_HOLDS_NULL(&*value) || BSON_ITER_HOLDS_UNDEFINED(&*value);
 }
 
-Doc Boxed(const bson_iter_t& value) {
-  Doc box;
-  AppendValue(box.mut(), "v", value);
-  return box;
-}
-
-bson_iter_t Unboxed(const Doc& box) {
-  bson_iter_t it;
-  bson_iter_init_find(&it, box.get(), "v");
-  return it;
-}
-
 bool SameValue(const std::optional<bson_iter_t>& a, const std::optional<bson_iter_t>& b) {
   if (IsNull(a) || IsNull(b)) return IsNull(a) && IsNull(b);
   return bson_iter_type(&*a) == bson_iter_type(&*b) && CompareBsonValues(*a, *b) == 0;

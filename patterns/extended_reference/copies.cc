@@ -11,7 +11,8 @@ namespace {
 // Rounds of read, fan-out and check one sync may take while the
 // referenced document keeps changing.
 constexpr int kMaxSyncRounds = 8;
-// Referencing documents whose copy one batch sets.
+// Referencing documents whose copy one batch sets; a sync that sets
+// this many or more is large, and logged.
 constexpr int32_t kFanOutBatch = 1000;
 
 Doc Statement(const Doc& q, const Doc& u, bool multi) {
@@ -49,25 +50,17 @@ std::string KeyOf(const bson_iter_t& value) {
   return std::string(reinterpret_cast<const char*>(box.bytes().data()), box.bytes().size());
 }
 
-Doc Boxed(const bson_iter_t& value) {
-  Doc box;
-  AppendValue(box.mut(), "v", value);
-  return box;
-}
-
-bson_iter_t Unboxed(const Doc& box) {
-  bson_iter_t it;
-  bson_iter_init_find(&it, box.get(), "v");
-  return it;
-}
-
 BackendCommand ReadReferenced(const ExtendedReferenceRule& rule, const std::vector<Doc>& refs,
                               const Command& client) {
   BackendCommand read;
   bson_t* body = read.body.mut();
   AppendString(body, "find", rule.referenced.collection);
   Doc in, filter, projection;
-  {
+  const bson_iter_t first = refs.empty() ? bson_iter_t{} : Unboxed(refs.front());
+  if (refs.size() == 1 && !BSON_ITER_HOLDS_REGEX(&first)) {
+    // One document: {_id: v}, which every server answers from the _id index.
+    AppendEquals(filter.mut(), "_id", first);
+  } else {
     bson_t array;
     bson_append_array_begin(in.mut(), "$in", -1, &array);
     // A regular expression in $in would match by pattern; no _id is one,
@@ -76,8 +69,8 @@ BackendCommand ReadReferenced(const ExtendedReferenceRule& rule, const std::vect
     for (const Doc& ref : refs)
       if (bson_iter_t v = Unboxed(ref); !BSON_ITER_HOLDS_REGEX(&v)) AppendValue(&array, std::to_string(i++), v);
     bson_append_array_end(in.mut(), &array);
+    AppendDoc(filter.mut(), "_id", in);
   }
-  AppendDoc(filter.mut(), "_id", in);
   BSON_APPEND_INT32(projection.mut(), "_id", 1);
   for (const std::string& f : rule.fields) BSON_APPEND_INT32(projection.mut(), f.c_str(), 1);
   AppendDoc(body, "filter", filter);
@@ -134,6 +127,7 @@ CopySync::CopySync(const ExtendedReferenceRule& rule, const FollowerContext& con
 
 void CopySync::Schedule(CommandQueue& queue, Doc reference) {
   refs_.push_back(std::move(reference));
+  set_.push_back(0);
   Round(queue, refs_.size() - 1, 1);
 }
 
@@ -193,6 +187,7 @@ void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
     queue.Push(std::move(update), [this, &queue, ref, round, copy, more](const Doc& reply) {
       if (!IsOkReply(reply) || Find(reply.get(), "writeErrors"))
         return ReportFollowUpFailure(context_, reply, "syncing the copies in " + rule_.logical.full() + "." + rule_.into);
+      set_[ref] += FindInteger(reply.get(), "nModified").value_or(0);
       if (more) return Batch(queue, ref, round, copy);
       Verify(queue, ref, round, copy);
     });
@@ -207,8 +202,9 @@ void CopySync::Verify(CommandQueue& queue, size_t ref, int round, Doc copy) {
     Doc now;
     if (docs.empty()) BSON_APPEND_NULL(now.mut(), "v");
     else AppendDoc(now.mut(), "v", CopyOf(rule_, docs.front().get()));
-    if (now == copy) return;  // the copies set are the document as it is
+    if (now == copy) return Done(ref);  // the copies set are the document as it is
     if (round >= kMaxSyncRounds) {
+      Done(ref);
       if (!InTransaction(context_.client))
         context_.warnings->push_back("syncing the copies of " + rule_.referenced.full() + " " +
                                      refs_[ref].ToRelaxedJson() + " kept meeting other writers after " +
@@ -217,6 +213,13 @@ void CopySync::Verify(CommandQueue& queue, size_t ref, int round, Doc copy) {
     }
     Batch(queue, ref, round + 1, std::move(now));
   });
+}
+
+void CopySync::Done(size_t ref) {
+  if (set_[ref] < kFanOutBatch || !context_.notices) return;
+  // Names and numbers only: the reference's value is a document's.
+  context_.notices->push_back("a write to " + rule_.referenced.full() + " set its copies on " +
+                              std::to_string(set_[ref]) + " documents of " + rule_.logical.full());
 }
 
 }  // namespace remold

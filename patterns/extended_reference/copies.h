@@ -44,13 +44,12 @@ class CopyTable {
 // The refusal of a reference to a document that does not exist.
 Refusal MissingReference(const ExtendedReferenceRule& rule, const bson_iter_t& reference);
 
-// {v: value} as a key for maps (BSON bytes; numbers of one value but
-// different types are different keys).
+// A value as a key for maps: whole numbers of one value share a key (1,
+// 1L and 1.0 name one document, as the backend matches them); any other
+// value is its BSON bytes.
 std::string KeyOf(const bson_iter_t& value);
-Doc Boxed(const bson_iter_t& value);
 // A value as relaxed Extended JSON, for messages: 5, "c1", {"$oid": ...}.
 std::string ValueText(const bson_iter_t& value);
-bson_iter_t Unboxed(const Doc& box);
 
 // How a sync runs, in words (for `remold explain`).
 std::string SyncLine(const ExtendedReferenceRule& rule);
@@ -59,7 +58,8 @@ std::string SyncLine(const ExtendedReferenceRule& rule);
 // mode): for each reference, read the referenced document, set its copy
 // (or null when it is gone) on the referencing documents that hold another
 // one, 1,000 at a time, then read the referenced document again; another
-// round while it changed meanwhile (up to 8, then a warning).
+// round while it changed meanwhile (up to 8, then a warning). A sync that
+// set 1,000 copies or more says so in a notice.
 class CopySync {
  public:
   CopySync(const ExtendedReferenceRule& rule, const FollowerContext& context);
@@ -74,7 +74,10 @@ class CopySync {
 
   ExtendedReferenceRule rule_;
   FollowerContext context_;
+  void Done(size_t ref);
+
   std::vector<Doc> refs_;
+  std::vector<int64_t> set_;  // per reference: the copies set so far
 };
 
 }  // namespace remold

@@ -365,7 +365,11 @@ std::optional<Refusal> Augment(const ExtendedReferenceRule& rule, const Statemen
       if (auto own = FindDocument(needs.own_copy->get(), "v"))
         if (auto id = Find(own->get(), "_id")) own_id = Boxed(*id);
       const bool same_document = needs.set && own_id && KeyOf(Unboxed(*own_id)) == KeyOf(Unboxed(*needs.set));
-      if (!same_document && (!copy || !(*copy == *needs.own_copy))) return WritesTheCopy(rule);
+      // A null copy is one remold wrote while the referenced document was
+      // missing; read back in synced mode, it takes the fresh copy.
+      const bson_iter_t own_value = Unboxed(*needs.own_copy);
+      const bool synced_null = rule.mode == ExtendedReferenceRule::Mode::kSynced && BSON_ITER_HOLDS_NULL(&own_value);
+      if (!same_document && !synced_null && (!copy || !(*copy == *needs.own_copy))) return WritesTheCopy(rule);
       if (rule.mode == ExtendedReferenceRule::Mode::kFrozen) {
         // A copy read and written back (a copy of the same document) is
         // kept: a frozen copy stays the one taken when the document was
@@ -414,13 +418,15 @@ struct ReferencingWrite {
       check.emplace(rule, FollowerContext{this->client, &warnings, [this](const Doc& error) {
                                             failure = error;
                                             queue->Clear();
-                                          }});
+                                          },
+                                          &notices});
   }
   ExtendedReferenceRule rule;
   Command client;
   std::shared_ptr<CommandQueue> queue;
   std::optional<CopyCheck> check;
   std::vector<std::string> warnings;
+  std::vector<std::string> notices;
   std::optional<Doc> reply;    // the backend's reply to the client's write
   std::optional<Doc> failure;  // the reply the client gets instead
 };
@@ -469,6 +475,7 @@ std::optional<Plan> RunPrepared(std::shared_ptr<ReferencingWrite> state, std::ve
     ShapedReply shaped;
     shaped.reply = state->failure ? *state->failure : state->reply.value_or(Doc());
     shaped.warnings = state->warnings;
+    shaped.notices = state->notices;
     return shaped;
   };
   return plan;

@@ -109,7 +109,7 @@ std::optional<Plan> FollowedDelete(const Command& command, std::shared_ptr<const
     s->q = FindDocument(statements[i].get(), "q").value_or(Doc());
     s->many = FindInteger(statements[i].get(), "limit").value_or(0) == 0;
     s->collation = FindDocument(statements[i].get(), "collation");
-    if (auto hint = Find(statements[i].get(), "hint")) s->hint = SourceWrite::Box(*hint);
+    if (auto hint = Find(statements[i].get(), "hint")) s->hint = Boxed(*hint);
     w->queue().AddPhase([w, s, ordered, single] {
       if (w->halted || (w->stopped && ordered)) return;
       w->stopped = false;

@@ -37,13 +37,14 @@ class Follower {
   virtual void Schedule(CommandQueue& queue) = 0;
 };
 
-// What a follower works with: the client's command, the warnings of the
-// reply, and `abort`, called with an error reply when a follow-up failed
+// What a follower works with: the client's command, the warnings and
+// notices of the reply (ShapedReply), and `abort`, called with an error reply when a follow-up failed
 // inside the client's transaction (the backend aborted it).
 struct FollowerContext {
   const Command& client;
   std::vector<std::string>* warnings;
   std::function<void(const Doc& error)> abort;
+  std::vector<std::string>* notices;  // may be null: none are kept
 };
 
 // A follow-up's reply that failed (ok: 0, or write errors): outside a

@@ -4,12 +4,6 @@
 
 namespace remold {
 
-Doc SourceWrite::Box(const bson_iter_t& value) {
-  Doc box;
-  AppendValue(box.mut(), "v", value);
-  return box;
-}
-
 SourceWrite::SourceWrite(std::shared_ptr<const SourceRule> rule, const Command& client)
     : rule_(std::move(rule)), client_(client), queue_(std::make_shared<CommandQueue>()) {
   for (const auto& f : rule_->Watched())
@@ -18,7 +12,7 @@ SourceWrite::SourceWrite(std::shared_ptr<const SourceRule> rule, const Command& 
 }
 
 FollowerContext SourceWrite::Context() {
-  return FollowerContext{client_, &warnings, [this](const Doc& error) { Abort(error); }};
+  return FollowerContext{client_, &warnings, [this](const Doc& error) { Abort(error); }, &notices};
 }
 
 void SourceWrite::Abort(const Doc& reply) {
@@ -103,6 +97,7 @@ Plan SourceWrite::Finish(std::function<ShapedReply()> shape) {
   plan.follow_ups = rule_->FollowUps(client_.name == "findandmodify" ? "findAndModify" : client_.name);
   plan.shape = [this, shape = std::move(shape)](std::span<const Doc> replies) {
     ShapedReply shaped = failure ? ShapedReply{*failure, {}, {}, {}, warnings} : shape();
+    shaped.notices = notices;
     // The cluster time after the last follow-up, so a causally consistent
     // read that follows sees the maintained values too.
     for (auto r = replies.rbegin(); r != replies.rend(); ++r) {

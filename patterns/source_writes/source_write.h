@@ -44,7 +44,7 @@ class SourceWrite {
   // A source document changed: inputs before and after (nullptr: none).
   void Record(const bson_t* before, const bson_t* after);
   // A document whose same-document fields need repair.
-  void Repair(const bson_iter_t& id) { repair_ids_.push_back(Box(id)); }
+  void Repair(const bson_iter_t& id) { repair_ids_.push_back(Boxed(id)); }
 
   // Queues the repair and the followers' phases; call after the client's
   // write has been queued.
@@ -63,6 +63,7 @@ class SourceWrite {
   bool halted = false;              // no further statement runs, ordered or not
   std::optional<Doc> failure;       // the reply the client gets as it is
   std::vector<std::string> warnings;
+  std::vector<std::string> notices;
 
   // Folds one backend write reply's generic fields in.
   void NoteReply(const Doc& reply);
@@ -81,8 +82,6 @@ class SourceWrite {
   void Abort(const Doc& reply);
   // The client's write reply: {n, [nModified], [upserted], [writeErrors], ok}.
   Doc WriteReply(bool with_modified) const;
-
-  static Doc Box(const bson_iter_t& value);
 
  private:
   FollowerContext Context();

@@ -379,18 +379,18 @@ void RecordFindAndModify(SourceWrite* w, const std::shared_ptr<FindAndModifyOutc
   std::optional<bson_iter_t> upserted =
       outcome->last_error ? Find(outcome->last_error->get(), "upserted") : std::nullopt;
   if (outcome->before) {
-    outcome->id = SourceWrite::Box(*Find(outcome->before->get(), "_id"));
+    outcome->id = Boxed(*Find(outcome->before->get(), "_id"));
     if (retried) return;
     if (remove) w->Record(ProjectFields(outcome->before->get(), w->inputs()).get(), nullptr);
     else RecordChange(w, ProjectFields(outcome->before->get(), w->inputs()), *update,
                       *Find(outcome->before->get(), "_id"), *query);
   } else if (upserted) {
-    outcome->id = SourceWrite::Box(*upserted);
+    outcome->id = Boxed(*upserted);
     if (!retried) RecordChange(w, std::nullopt, *update, *upserted, *query);
   } else if (upsert) {
     // An upsert that matched nothing inserted a document.
     QueueFindInserted(w, *query, *update, [w, outcome, update, query, retried](const bson_iter_t& id) {
-      outcome->id = SourceWrite::Box(id);
+      outcome->id = Boxed(id);
       Doc last_error;
       BSON_APPEND_INT32(last_error.mut(), "n", 1);
       BSON_APPEND_BOOL(last_error.mut(), "updatedExisting", false);

@@ -33,12 +33,6 @@ bool SameValue(const std::optional<bson_iter_t>& a, const std::optional<bson_ite
   return bson_iter_type(&*a) == bson_iter_type(&*b) && CompareBsonValues(*a, *b) == 0;
 }
 
-bson_iter_t Unboxed(const Doc& box) {
-  bson_iter_t it;
-  bson_iter_init_find(&it, box.get(), "v");
-  return it;
-}
-
 Doc Statement(const Doc& q, const Doc& u) {
   Doc statement;
   AppendDoc(statement.mut(), "q", q);

@@ -79,12 +79,6 @@ std::optional<Doc> ReadParent(const CheckContext& context, const SubsetRule& sub
   return parent;
 }
 
-bson_iter_t Unboxed(const Doc& box) {
-  bson_iter_t it;
-  bson_iter_init_find(&it, box.get(), "v");
-  return it;
-}
-
 }  // namespace
 
 Summary CheckSubset(const CheckContext& context, const std::string& rule, const SubsetRule& subset) {

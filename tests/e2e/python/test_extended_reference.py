@@ -347,6 +347,30 @@ def test_references_copies_and_refusals(ref_env):
     assert_synced(env, "after the targeted cases")
 
 
+def test_a_large_fan_out_is_batched_and_logged(ref_env, private_remold, make_client):
+    """A customer with 2,500 orders: a rename sets every copy, in batches of
+    1,000, and says so in one info line naming the collections and the count
+    (never the customer's values)."""
+    env = ref_env
+    seed_customers(env)
+    env.direct.orders.insert_many([{"_id": k, "customerId": "c05", "customer": copy_of(
+        env.direct.customers.find_one({"_id": "c05"}))} for k in range(2_500)])
+    env.direct.orders.insert_many([{"_id": 10_000 + k, "customerId": "c06", "customer": copy_of(
+        env.direct.customers.find_one({"_id": "c06"}))} for k in range(10)])
+    remold = private_remold(extra_args=("--rules", str(env.rules_dir), "--log-level", "info"))
+    db = make_client(remold.uri)[env.name]
+    db.customers.update_one({"_id": "c05"}, {"$set": version("c05", 11)})
+    db.customers.update_one({"_id": "c06"}, {"$set": version("c06", 12)})
+    assert env.direct.orders.count_documents({"customer.v": 11}) == 2_500
+    assert env.direct.orders.count_documents({"customer.v": 12}) == 10
+    assert_synced(env, "after the large fan-out")
+    log = remold.stderr()
+    large = [line for line in log.splitlines() if "set its copies on" in line]
+    assert len(large) == 1, log
+    assert f"a write to {env.name}.customers set its copies on 2500 documents of {env.name}.orders" in large[0]
+    assert "c05" not in large[0]
+
+
 def test_explain_shows_the_follow_ups(ref_env):
     env = ref_env
 
