@@ -438,9 +438,67 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
     queue.Push(UpdateCommand({Statement(q, u, aggregate_.link_to != "_id", false)}),
                [this, &queue, t, i, next_expected, round, next_followers](const Doc& reply) {
                  WarnOnFailure(reply, "recomputing " + aggregate_.fields[i].field);
-                 if (FindInteger(reply.get(), "n").value_or(0) == 0) return;  // changed meanwhile
+                 if (!IsOkReply(reply)) return;
+                 if (FindInteger(reply.get(), "n").value_or(0) == 0) {
+                   // Changed meanwhile. In round 1 nothing of this recompute
+                   // has landed, and whoever changed the target answers for
+                   // it. In a later round this recompute has itself set the
+                   // target, maybe below a value whose $max or $min the old
+                   // extreme absorbed; a $max landing since may have moved it
+                   // only part of the way to the extreme just read, and its
+                   // writer answers for no more than its own value: go on
+                   // from what the target holds now.
+                   if (round > 1) ScheduleRecomputeFromTarget(queue, t, i, round + 1, 1);
+                   return;
+                 }
                  ScheduleRecompute(queue, t, i, next_expected, round + 1, 1, next_followers);
                });
+  });
+}
+
+// Reads what the targets of link `t` hold in field `i` and its followers,
+// and goes on recomputing from each distinct state read (one, unless the
+// link is not _id and its targets differ).
+void AggregateMaintenance::ScheduleRecomputeFromTarget(CommandQueue& queue, size_t t, size_t i, int round,
+                                                       int attempt) {
+  const std::vector<size_t> follower_fields = Followers(i);
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", aggregate_.target.collection);
+  AppendDoc(body, "filter", LinkFilter(targets_[t]));
+  Doc projection;
+  BSON_APPEND_INT32(projection.mut(), "_id", 0);
+  BSON_APPEND_INT32(projection.mut(), aggregate_.fields[i].field.c_str(), 1);
+  for (size_t f : follower_fields) BSON_APPEND_INT32(projection.mut(), aggregate_.fields[f].field.c_str(), 1);
+  AppendDoc(body, "projection", projection);
+  BSON_APPEND_INT32(body, "batchSize", kTargetsFilled);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client_, ArgumentTarget::kRead, aggregate_.target.db, body);
+  read.may_fail = true;
+  queue.Push(std::move(read), [this, &queue, t, i, round, attempt, follower_fields](const Doc& reply) {
+    if (!IsOkReply(reply)) {
+      if (attempt < kReadAttempts && !InTransaction(client_))
+        return ScheduleRecomputeFromTarget(queue, t, i, round, attempt + 1);
+      return WarnOnFailure(reply, "reading the target to recompute " + aggregate_.fields[i].field);
+    }
+    auto boxed = [](const Doc& doc, const std::string& field) {
+      std::optional<bson_iter_t> v = Find(doc.get(), field);
+      return IsNull(v) ? std::nullopt : std::optional<Doc>(Boxed(*v));
+    };
+    std::vector<std::vector<std::optional<Doc>>> states;  // [value, followers...]
+    for (const Doc& doc : FirstBatch(reply)) {
+      std::vector<std::optional<Doc>> state{boxed(doc, aggregate_.fields[i].field)};
+      for (size_t f : follower_fields) state.push_back(boxed(doc, aggregate_.fields[f].field));
+      if (std::none_of(states.begin(), states.end(), [&](const auto& seen) {
+            return std::equal(seen.begin(), seen.end(), state.begin(), state.end(), SameBox);
+          }))
+        states.push_back(std::move(state));
+    }
+    for (auto& state : states) {
+      Doc expected = state.front() ? *state.front() : Doc();
+      ScheduleRecompute(queue, t, i, std::move(expected), round, 1,
+                        std::vector<std::optional<Doc>>(state.begin() + 1, state.end()));
+    }
   });
 }
 

@@ -22,8 +22,11 @@
 // checked again until the target and its sources agree.
 // Every step is safe under concurrent writers: increments commute, and a
 // compare-and-set that misses means a later writer changed the values and
-// repairs them itself. The commands carry no txnNumber outside a
-// transaction; inside one they join it.
+// repairs them itself, except after a recompute's own set (a later round):
+// a $max landing since may have moved them only part of the way to the
+// extreme read, so the recompute reads the target again and goes on. The
+// commands carry no txnNumber outside a transaction; inside one they join
+// it.
 //
 // Pure: commands are queued on a CommandQueue; problems become warnings.
 #pragma once
@@ -87,6 +90,9 @@ class AggregateMaintenance : public Follower {
   // `followers`: the values last set to the field's followers ({}: none).
   void ScheduleRecompute(CommandQueue& queue, size_t target, size_t field, Doc expected, int round,
                          int attempt, std::vector<std::optional<Doc>> followers);
+  // After a compare-and-set of a later round missed: reads what the target
+  // holds now and recomputes from it (`round` as the next round).
+  void ScheduleRecomputeFromTarget(CommandQueue& queue, size_t target, size_t field, int round, int attempt);
   // Reads whether the source document the followers of max field `m` were
   // set from still holds those values at the max; if not, recomputes.
   void ScheduleLatestCheck(CommandQueue& queue, size_t target, size_t m);
