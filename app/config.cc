@@ -19,7 +19,7 @@ struct Setting {
   std::string_view help;
 };
 
-constexpr std::array<Setting, 16> kSettings = {{
+constexpr std::array<Setting, 17> kSettings = {{
     {"listen", "--listen", "HOST:PORT   address to accept clients on (default 127.0.0.1:27018)"},
     {"backend", "--backend", "URI         backend, mongodb://host[:port][,...][?options] (required)"},
     {"rules", "--rules", "DIR         rules directory (one YAML file per collection)"},
@@ -35,6 +35,7 @@ constexpr std::array<Setting, 16> kSettings = {{
     {"max_connections", "--max-connections", "N     most client connections at once (default 4096; 0: no limit)"},
     {"max_message_size", "--max-message-size", "BYTES  largest client message accepted (default and most 48000000)"},
     {"idle_timeout_ms", "--idle-timeout-ms", "MS    close client connections idle this long (default 0: never)"},
+    {"client_compression", "--client-compression", "on|off  compress the client link when a driver offers it (default off)"},
     {"config", "--config", "FILE        YAML file with the keys above (flags override it)"},
 }};
 
@@ -102,6 +103,10 @@ void Apply(Config& config, std::string_view key, const std::string& value, std::
     config.max_message_size = size;
   } else if (key == "idle_timeout_ms") {
     config.idle_timeout = std::chrono::milliseconds(ParsePositiveInt(value, name));
+  } else if (key == "client_compression") {
+    if (value != "on" && value != "off")
+      throw ConfigError(std::string(name) + ": expected on or off, got '" + value + "'");
+    config.client_compression = value == "on";
   }
 }
 

@@ -44,6 +44,12 @@ struct Config {
   int max_connections = 4096;                 // 0: unlimited
   int32_t max_message_size = 48'000'000;      // bytes, at most the wire limit
   std::chrono::milliseconds idle_timeout{0};  // 0: connections may idle forever
+
+  // Whether remold agrees to compress the client link when a driver offers
+  // it. Off by default: a sidecar's client link is loopback, where
+  // compressing costs CPU and saves nothing; what the driver offered is
+  // offered to the backend instead (bench/compression_run.py).
+  bool client_compression = false;
 };
 
 // Parses `serve` arguments (argv after "serve"). Reads --config FILE first,

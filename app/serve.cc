@@ -252,6 +252,7 @@ ServerOptions ServeRun::MakeServerOptions() {
   options.worker_threads = config_.threads;
   options.drain_timeout = config_.drain_timeout;
   options.slow_operation = config_.slow_op;
+  options.client_compression = config_.client_compression;
   options.topology = topology_;
   // Limits and TLS: proxy/connection_policy.h.
   options.policy.limits.max_connections = config_.max_connections;

@@ -224,6 +224,35 @@ void BackendLinks::ReportFormerPrimary() {
   if (shared_.topology && !current_address_.empty()) shared_.topology->ReportNotPrimary(current_address_);
 }
 
+const BackendLinks::Link* BackendLinks::CurrentLink() const {
+  for (const Link& link : links_)
+    if (link.stream.get() == current_) return &link;
+  return nullptr;
+}
+
+BackendLinks::Link* BackendLinks::CurrentLink() {
+  return const_cast<Link*>(static_cast<const BackendLinks*>(this)->CurrentLink());
+}
+
+bool BackendLinks::needs_compression_offer() const {
+  const Link* link = CurrentLink();
+  return link && !link->compression_offered;
+}
+
+std::optional<wire::Compressor> BackendLinks::compressor() const {
+  if (!any_compressor_) return std::nullopt;  // no search on the common path
+  const Link* link = CurrentLink();
+  return link ? link->compressor : std::nullopt;
+}
+
+void BackendLinks::NoteCompressionChosen(std::optional<wire::Compressor> chosen) {
+  if (Link* link = CurrentLink()) {
+    link->compression_offered = true;
+    link->compressor = chosen;
+    any_compressor_ = any_compressor_ || chosen.has_value();
+  }
+}
+
 void BackendLinks::CloseAll() {
   for (Link& link : links_) link.stream->Close();
 }

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "proxy/asio.h"
+#include "proxy/compression.h"
 #include "proxy/backend_uri.h"
 #include "proxy/connection_policy.h"
 #include "proxy/message_stream.h"
@@ -94,6 +95,13 @@ class BackendLinks {
   // part of an authentication conversation (IsAuthentication).
   void NoteSending(bool authenticates);
 
+  // Compression on current() (proxy/backend_compression.h): whether it has
+  // not had the session's offer yet; what it compresses with (nullopt:
+  // nothing); the answer to the offer.
+  bool needs_compression_offer() const;
+  std::optional<wire::Compressor> compressor() const;
+  void NoteCompressionChosen(std::optional<wire::Compressor> chosen);
+
   void CloseAll();
 
  private:
@@ -101,7 +109,11 @@ class BackendLinks {
     std::string address;  // "" for the direct connection
     std::unique_ptr<MessageStream> stream;
     std::chrono::steady_clock::time_point last_used;
+    bool compression_offered = false;
+    std::optional<wire::Compressor> compressor;
   };
+  Link* CurrentLink();
+  const Link* CurrentLink() const;
   enum class Found { kUsed, kNone, kLost };  // kLost: it was dead and carried credentials
 
   // Null when no member fits now; sets must_end_ when none ever will for
@@ -122,6 +134,7 @@ class BackendLinks {
   uint64_t view_version_ = 0;
   std::optional<std::string> authenticated_;  // the address of the authenticated link
   bool must_end_ = false;                      // the session cannot be served any more
+  bool any_compressor_ = false;                // some link compresses
 };
 
 }  // namespace remold

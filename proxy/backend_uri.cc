@@ -20,6 +20,25 @@ std::optional<bool> ParseBool(std::string_view value) {
   return std::nullopt;
 }
 
+// "zstd,snappy" -> {kZstd, kSnappy}; a name remold cannot use is an error.
+bool ParseCompressors(std::string_view value, std::vector<wire::Compressor>& out, std::string& error) {
+  out.clear();
+  for (bool more = true; more;) {
+    const size_t comma = value.find(',');
+    more = comma != std::string_view::npos;
+    const std::string_view name = value.substr(0, comma);
+    std::optional<wire::Compressor> c = wire::CompressorFromName(name);
+    if (!c || *c == wire::Compressor::kNoop) {
+      error = "backend URI option 'compressors' names '" + std::string(name) +
+              "', which remold cannot use (it can use snappy, zlib and zstd)";
+      return false;
+    }
+    if (std::find(out.begin(), out.end(), *c) == out.end()) out.push_back(*c);
+    if (more) value = value.substr(comma + 1);
+  }
+  return true;
+}
+
 bool ApplyOption(std::string_view key, std::string_view value, BackendOptions& out,
                  std::string& error) {
   std::string name = Lower(key);
@@ -74,11 +93,12 @@ bool ApplyOption(std::string_view key, std::string_view value, BackendOptions& o
     out.app_name = value;
     return true;
   }
+  if (name == "compressors") return ParseCompressors(value, out.compressors, error);
   error = "backend URI option '" + std::string(key) +
           "' is not supported (supported: tls, tlsCAFile, tlsCertificateKeyFile, "
           "tlsAllowInvalidHostnames, tlsAllowInvalidCertificates, tlsInsecure, "
           "connectTimeoutMS, heartbeatFrequencyMS, serverSelectionTimeoutMS, directConnection, "
-          "replicaSet, appName)";
+          "replicaSet, appName, compressors)";
   return false;
 }
 

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/compression.h"
+
 namespace remold {
 
 struct HostAndPort {
@@ -39,6 +41,9 @@ struct BackendOptions {
   std::chrono::milliseconds heartbeat{10'000};                 // heartbeatFrequencyMS
   std::chrono::milliseconds server_selection_timeout{30'000};  // serverSelectionTimeoutMS
   std::string app_name;                                        // appName
+  // compressors=zstd,snappy: offered to the backend, in this order, on
+  // every backend connection (proxy/backend_compression.h). Empty: none.
+  std::vector<wire::Compressor> compressors;
 };
 
 // Parses "mongodb://host[:port][,host[:port]...][/][?opt=v&...]". On error

@@ -207,7 +207,7 @@ void Metrics::AddRefresher(std::function<void()> refresher) {
 std::string Metrics::Render() const {
   using prometheus::HistogramSnapshot;
   for (const auto& refresher : refreshers_) refresher();
-  uint64_t opened = 0, closed = 0, received = 0, sent = 0, slow = 0;
+  uint64_t opened = 0, closed = 0, received = 0, sent = 0, slow = 0, backend_sent = 0, backend_received = 0;
   std::array<uint64_t, kRouteModes * kRouteMemberKinds> routes{};
   std::array<uint64_t, kMaxCommandSlots> requests{};
   std::array<uint64_t, static_cast<size_t>(ConnectionError::kCount)> connection_errors{};
@@ -222,6 +222,8 @@ std::string Metrics::Render() const {
       for (size_t i = 0; i < requests.size(); ++i) requests[i] += shard->requests[i].Get();
       received += shard->bytes_received.Get();
       sent += shard->bytes_sent.Get();
+      backend_sent += shard->backend_bytes_sent.Get();
+      backend_received += shard->backend_bytes_received.Get();
       shard->backend_roundtrip.AddTo(roundtrip);
       for (size_t i = 0; i < connection_errors.size(); ++i)
         connection_errors[i] += shard->connection_errors[i].Get();
@@ -271,6 +273,13 @@ std::string Metrics::Render() const {
   out.Family("remold_bytes_sent_total", "counter",
              "Bytes of wire messages sent to clients (as sent, compressed or not).");
   out.Sample("remold_bytes_sent_total", {}, sent);
+  out.Family("remold_backend_bytes_sent_total", "counter",
+             "Bytes of wire messages sent to the backend (as sent: compressed when the backend URI's "
+             "compressors= and the backend agreed).");
+  out.Sample("remold_backend_bytes_sent_total", {}, backend_sent);
+  out.Family("remold_backend_bytes_received_total", "counter",
+             "Bytes of wire messages received from the backend (as received, compressed or not).");
+  out.Sample("remold_backend_bytes_received_total", {}, backend_received);
 
   out.Family("remold_backend_roundtrip_seconds", "histogram",
              "Backend round trips: from sending a command to the backend to its (first) reply.");

@@ -62,6 +62,8 @@ struct alignas(64) MetricsShard {
   std::array<prometheus::ShardCounter, kMaxCommandSlots> requests;
   prometheus::ShardCounter bytes_received;
   prometheus::ShardCounter bytes_sent;
+  prometheus::ShardCounter backend_bytes_sent;
+  prometheus::ShardCounter backend_bytes_received;
   prometheus::LatencyHistogram<prometheus::ShardCounter> backend_roundtrip;
   std::array<prometheus::ShardCounter, static_cast<size_t>(ConnectionError::kCount)>
       connection_errors;

@@ -165,7 +165,7 @@ awaitable<void> Server::AcceptLoop() {
     auto session = std::make_shared<Session>(
         std::move(socket),
         Session::Shared{options_.backend, *options_.rules, ensured_, options_.policy,
-                        options_.slow_operation, options_.topology.get(), &pins_},
+                        options_.slow_operation, options_.topology.get(), &pins_, options_.client_compression},
         id);
     asio::post(worker.context(), [&worker, session] { worker.Start(session); });
   }

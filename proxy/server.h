@@ -43,6 +43,8 @@ struct ServerOptions {
   ConnectionPolicy policy;
   // Requests slower than this are logged (warn); 0: no slow-operation log.
   std::chrono::milliseconds slow_operation{0};
+  // Whether client links may be compressed (Session::Shared).
+  bool client_compression = false;
   // The backend's topology, monitored (started by the caller); null with
   // directConnection=true.
   std::shared_ptr<TopologyMonitor> topology;

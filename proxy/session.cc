@@ -7,6 +7,8 @@
 #include "proxy/error_reply.h"
 #include "proxy/handshake.h"
 #include "proxy/mongos_persona.h"
+#include "proxy/backend_compression.h"
+#include "proxy/bson_check.h"
 #include "proxy/op_compressed.h"
 #include "proxy/op_msg.h"
 #include "proxy/wire_format.h"
@@ -185,14 +187,18 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
   if (!UseOpenBackend()) routed = co_await UseBackend(request);
   if (routed != Routed::kReady) co_return routed == Routed::kRefused;
   links_.NoteSending(route_ ? route_->authenticates : IsAuthentication(request));
+  if (request.is_handshake && client_offer_.empty()) client_offer_ = request.offered_compressors;
+  if (!BackendOffer().empty() && (request.is_handshake || links_.needs_compression_offer())) {
+    if (!co_await OfferCompression(request)) co_return false;
+  }
   forwarded_at_ = Clock::now();
-  if (!co_await links_.current().Write(request_)) {
+  if (!co_await links_.current().Write(ForBackend(request_, request.command))) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
     metrics_->CountConnectionError(ConnectionError::kBackendLost);
     co_return false;
   }
   if (request.more_to_come) co_return true;
-  if (request.is_handshake) negotiated_ = request.offered_compressors;
+  if (request.is_handshake && shared_.client_compression) negotiated_ = request.offered_compressors;
   const bool relayed = co_await RelayReplies(request);
   if (MayDropIndexes(request.command)) shared_.ensured.Clear();
   co_return relayed;
@@ -201,7 +207,7 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
 awaitable<bool> Session::RelayReplies(const wire::Request& request) {
   int resent = 0;
   for (bool first = true;;) {
-    if (co_await links_.current().Read(reply_) != ReadStatus::kOk) {
+    if (co_await links_.current().Read(reply_) != ReadStatus::kOk || !InflateBackendReply()) {
       spdlog::warn("session {}: backend connection lost while awaiting a reply", id_);
       metrics_->CountConnectionError(ConnectionError::kBackendLost);
       co_return false;
@@ -223,7 +229,7 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
           co_return false;
         }
         ++resent;
-        const bool resent_ok = co_await ResendToNewPrimary();
+        const bool resent_ok = co_await ResendToNewPrimary(request);
         if (resent_ok) continue;  // its reply is the client's
       }
       if (GlobalMetrics().CountScannedReplyErrors(errors)) request_failed_ = true;
@@ -237,22 +243,27 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
   }
 }
 
-awaitable<bool> Session::ResendToNewPrimary() {
+awaitable<bool> Session::ResendToNewPrimary(const wire::Request& request) {
   spdlog::info("session {}: {} answered as a former primary; sending the request to the new primary", id_,
                links_.current_address());
   links_.ReportFormerPrimary();
   const BackendLinks::Choice choice = co_await links_.Use(route_);
   if (choice != BackendLinks::Choice::kReady) co_return false;
   CountRoute();
+  if (!BackendOffer().empty() && links_.needs_compression_offer() && !co_await OfferCompression(request))
+    co_return false;
   forwarded_at_ = Clock::now();
-  const bool sent = co_await links_.current().Write(request_);
+  const bool sent = co_await links_.current().Write(ForBackend(request_, request.command));
   co_return sent;
 }
 
 void Session::ShapeReply(const wire::Request& request) {
   if (request.is_handshake) {
-    if (auto document = wire::HandshakeReplyDocument(reply_))
+    if (auto document = wire::HandshakeReplyDocument(reply_)) {
       UpdateCapabilities(*document, capabilities_);
+      if (offered_compression_) links_.NoteCompressionChosen(wire::ChosenCompressor(*document, BackendOffer()));
+    }
+    offered_compression_ = false;
     if (!wire::RewriteHandshakeMessage(reply_, negotiated_,
                                        shared_.policy.limits.max_message_size))
       spdlog::warn("session {}: backend handshake reply is malformed; relayed as is", id_);
@@ -339,7 +350,8 @@ awaitable<std::optional<Doc>> Session::RoundTripToPrimary(const BackendCommand& 
 awaitable<std::optional<Doc>> Session::RoundTrip(const BackendCommand& command) {
   std::vector<uint8_t> message = EncodeBackendCommand(command, next_backend_id_++);
   const Clock::time_point sent = Clock::now();
-  if (!co_await links_.current().Write(message) || co_await links_.current().Read(reply_) != ReadStatus::kOk) {
+  if (!co_await links_.current().Write(ForBackend(message, wire::FirstKey(command.body.bytes()))) ||
+      co_await links_.current().Read(reply_) != ReadStatus::kOk || !InflateBackendReply()) {
     metrics_->CountConnectionError(ConnectionError::kBackendLost);
     co_return std::nullopt;
   }
@@ -352,6 +364,73 @@ awaitable<std::optional<Doc>> Session::RoundTrip(const BackendCommand& command) 
     co_return std::nullopt;
   }
   co_return Doc::FromBytes(view.body);
+}
+
+std::span<const uint8_t> Session::ForBackend(std::span<const uint8_t> message, std::string_view command) {
+  std::span<const uint8_t> out = message;
+  if (std::optional<wire::Compressor> c = links_.compressor(); c && wire::MayCompress(command)) {
+    compressed_ = wire::CompressMessage(message, *c);
+    out = compressed_;
+  }
+  metrics_->backend_bytes_sent.Add(out.size());
+  return out;
+}
+
+bool Session::InflateBackendReply() {
+  metrics_->backend_bytes_received.Add(reply_.size());
+  if (wire::ReadHeader(reply_).op_code != static_cast<int32_t>(wire::OpCode::kCompressed)) return true;
+  std::vector<uint8_t> original;
+  wire::Compressor used = wire::Compressor::kNoop;
+  if (auto error = wire::DecompressMessage(reply_, original, used)) {
+    spdlog::warn("session {}: backend sent a compressed reply remold cannot decompress: {}", id_, error->message);
+    return false;
+  }
+  reply_.swap(original);
+  return true;
+}
+
+const std::vector<wire::Compressor>& Session::BackendOffer() const {
+  return shared_.backend.compressors.empty() ? client_offer_ : shared_.backend.compressors;
+}
+
+awaitable<bool> Session::OfferCompression(const wire::Request& request) {
+  if (!links_.needs_compression_offer()) {
+    // Every client handshake carries remold's offer: the client's list is
+    // for its own link, and a backend may renegotiate on a later hello.
+    if (request.is_handshake) RewriteOffer();
+    co_return true;
+  }
+  if (request.is_handshake) {
+    // The client's handshake comes first: it carries the offer (a hello of
+    // remold's own before it would make its client metadata an error).
+    RewriteOffer();
+    co_return true;
+  }
+  const std::vector<uint8_t> hello =
+      wire::EncodeOpMsg(next_backend_id_++, 0, 0, wire::OfferHelloCommand(BackendOffer()));
+  metrics_->backend_bytes_sent.Add(hello.size());
+  // One co_await per statement: g++ 12 miscompiles co_await inside || chains.
+  bool answered = co_await links_.current().Write(hello);
+  if (answered) answered = co_await links_.current().Read(reply_) == ReadStatus::kOk;
+  wire::OpMsgView view;
+  if (!answered || !InflateBackendReply() ||
+      wire::ReadHeader(reply_).op_code != static_cast<int32_t>(wire::OpCode::kMsg) || wire::ParseOpMsg(reply_, view)) {
+    spdlog::warn("session {}: backend connection lost while offering compression", id_);
+    metrics_->CountConnectionError(ConnectionError::kBackendLost);
+    co_return false;
+  }
+  const std::optional<wire::Compressor> chosen = wire::ChosenCompressor(view.body, BackendOffer());
+  links_.NoteCompressionChosen(chosen);
+  spdlog::debug("session {}: backend connection compresses with {}", id_,
+                chosen ? wire::CompressorName(*chosen) : "nothing (the backend chose none offered)");
+  co_return true;
+}
+
+void Session::RewriteOffer() {
+  if (std::optional<std::vector<uint8_t>> offered = wire::WithCompressionOffer(request_, BackendOffer())) {
+    request_ = std::move(*offered);
+    offered_compression_ = true;
+  }
 }
 
 awaitable<bool> Session::SendReply(const wire::Request& request, const Doc& reply) {
@@ -380,6 +459,8 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
   }
   const Routed routed = co_await UseBackend(request);
   if (routed != Routed::kReady) co_return routed == Routed::kRefused;
+  if (!BackendOffer().empty() && links_.needs_compression_offer() && !co_await OfferCompression(request))
+    co_return false;
   std::optional<Doc> failed;
   if (!co_await EnsurePrerequisites(plan, failed)) co_return false;
   if (failed) co_return co_await SendReply(request, *failed);

@@ -48,6 +48,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // directConnection=true: one backend connection, the URI's hosts in order.
     TopologyMonitor* topology = nullptr;
     RoutingPins* pins = nullptr;  // with `topology`
+    // Whether the handshake reply agrees to compress the client link with
+    // what the client offered; off: the client link stays plain.
+    bool client_compression = false;
   };
 
   Session(tcp::socket client, Shared shared, uint64_t id);
@@ -81,7 +84,23 @@ class Session : public std::enable_shared_from_this<Session> {
   bool UseOpenBackend();
   void CountRoute();
   // Reports the member and sends request_ to the member chosen now.
-  awaitable<bool> ResendToNewPrimary();
+  awaitable<bool> ResendToNewPrimary(const wire::Request& request);
+  // With the backend URI's compressors=: makes the compression offer on
+  // links_.current() before `request` goes there (proxy/backend_compression.h),
+  // in the client's handshake or a hello of remold's own. False when the
+  // backend connection was lost.
+  awaitable<bool> OfferCompression(const wire::Request& request);
+  // What remold offers the backend: the backend URI's compressors=, else
+  // what the client offered in its handshake (its compression was meant
+  // for the network, which in a sidecar is the backend link).
+  const std::vector<wire::Compressor>& BackendOffer() const;
+  void RewriteOffer();
+  // `message` as it goes to links_.current(): compressed when the link
+  // compresses and `command` may be; counted in backend_bytes_sent.
+  std::span<const uint8_t> ForBackend(std::span<const uint8_t> message, std::string_view command);
+  // After reading reply_ from the backend: counts it and decompresses an
+  // OP_COMPRESSED reply in place. False when it cannot be decompressed.
+  bool InflateBackendReply();
   // Runs the plan and counts it in the rule's metrics.
   awaitable<bool> ExecutePlan(const wire::Request& request, Plan& plan);
   awaitable<bool> RunPlan(const wire::Request& request, Plan& plan);
@@ -115,9 +134,12 @@ class Session : public std::enable_shared_from_this<Session> {
   bool draining_ = false;
   int32_t next_reply_id_ = 1;
   int32_t next_backend_id_ = 1 << 30;  // remold's own requests to the backend
-  std::vector<wire::Compressor> negotiated_;
+  std::vector<wire::Compressor> negotiated_;    // with the client
+  std::vector<wire::Compressor> client_offer_;  // the client's first handshake offered
   std::vector<uint8_t> request_;
   std::vector<uint8_t> reply_;
+  std::vector<uint8_t> compressed_;     // the last message compressed for the backend
+  bool offered_compression_ = false;    // request_ is a handshake carrying remold's offer
 
   // Observability (proxy/metrics.h): this worker thread's shard (set when
   // Run starts, on the worker), and what the request in progress did.

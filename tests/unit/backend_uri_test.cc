@@ -77,6 +77,15 @@ TEST(ParseBackendUri, OptionNamesAreCaseInsensitive) {
   EXPECT_EQ(options.connect_timeout, std::chrono::milliseconds(1500));
 }
 
+TEST(ParseBackendUri, CompressorsInOrderOnce) {
+  EXPECT_TRUE(MustParse("mongodb://h").compressors.empty());
+  EXPECT_EQ(MustParse("mongodb://h/?compressors=zstd,snappy,zstd,zlib").compressors,
+            (std::vector<wire::Compressor>{wire::Compressor::kZstd, wire::Compressor::kSnappy, wire::Compressor::kZlib}));
+  EXPECT_NE(MustFail("mongodb://h/?compressors=zstd,lz4").find("'lz4', which remold cannot use"), std::string::npos);
+  EXPECT_NE(MustFail("mongodb://h/?compressors=noop").find("'noop'"), std::string::npos);
+  EXPECT_NE(MustFail("mongodb://h/?compressors=zstd,").find("''"), std::string::npos);
+}
+
 TEST(ParseBackendUri, ConnectTimeout) {
   EXPECT_EQ(MustParse("mongodb://h/?connectTimeoutMS=2500").connect_timeout,
             std::chrono::milliseconds(2500));

@@ -243,7 +243,9 @@ class ServersEnvironment : public testing::Environment {
     proxy_ = std::make_unique<Child>(
         "remold",
         std::vector<std::string>{binary, "serve", "--listen", "127.0.0.1:0", "--backend",
-                                 g_endpoints.backend_uri, "--log-level", "warn"},
+                                 g_endpoints.backend_uri, "--log-level", "warn",
+                                 // the compression tests negotiate with remold itself
+                                 "--client-compression", "on"},
         /*pipe_stdin=*/false);
     g_endpoints.server_uri = "mongodb://" + AwaitAddress(*proxy_, "remold listening on ", kProxyStartTimeout);
     g_endpoints.through_proxy = true;

@@ -254,7 +254,9 @@ def target(backend: Backend) -> Target:
     if NO_PROXY:
         yield Target(backend.uri, backend.host, backend.port, None, backend)
         return
-    remold = start_remold(backend.uri)
+    # Client compression on: the compression tests negotiate with remold
+    # itself (its default, off, is tested in test_backend_compression.py).
+    remold = start_remold(backend.uri, extra_args=("--client-compression", "on"))
     yield Target(remold.uri, remold.host, remold.port, remold, backend)
     rc = remold.terminate()
     assert rc == 0, f"shared remold exited {rc} after SIGTERM; stderr:\n{remold.stderr()}"
