@@ -17,6 +17,11 @@
 #       front of BACKEND (with the rule and the given extra args). Sets
 #       BACKEND_PID / REMOLD_PID for what it started ("" otherwise) and prints
 #       the "backend ..., remold ..." line.
+#   bench_start_peer
+#       (optional) PEER = haproxy in tcp mode in front of BACKEND (installed
+#       with apt-get when missing; its threads as many as remold's), unless
+#       REMOLD_BENCH_PEER=none; sets PEER_PID and adds --peer haproxy=PEER
+#       to what bench_run passes.
 #   bench_run [args...]
 #       runs BENCH --direct BACKEND --proxy PROXY args... BENCH_ARGS... and
 #       sets STATUS to its exit status, or 1 when a remold started here died
@@ -32,6 +37,8 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_SCRIPT=bench/$(basename "${BASH_SOURCE[1]}")
 BACKEND_PID=""
 REMOLD_PID=""
+PEER_PID=""
+PEER_ARGS=()
 RULE_FILE=""
 RULE_TEXT=""
 WORK=""
@@ -39,6 +46,10 @@ WORK=""
 die() { echo "$BENCH_SCRIPT: $*" >&2; exit 1; }
 
 bench_cleanup() {
+  if [[ -n $PEER_PID ]]; then
+    kill -TERM "$PEER_PID" 2>/dev/null || true
+    wait "$PEER_PID" 2>/dev/null || true
+  fi
   if [[ -n $REMOLD_PID ]]; then
     kill -TERM "$REMOLD_PID" 2>/dev/null || true
     wait "$REMOLD_PID" 2>/dev/null || true
@@ -155,9 +166,48 @@ bench_start_endpoints() {
   echo "backend $BACKEND, remold $PROXY$rules"
 }
 
+# HAProxy 2.6 (Debian 12's) in tcp mode: it parses nothing, so it is the
+# floor a proxy that reads every message is measured against.
+bench_start_peer() {
+  [[ ${REMOLD_BENCH_PEER:-haproxy} != none ]] || return 0
+  if ! command -v haproxy >/dev/null; then
+    local sudo=""; [[ $(id -u) = 0 ]] || sudo=sudo
+    echo "$BENCH_SCRIPT: apt-get install haproxy (the bench's peer; REMOLD_BENCH_PEER=none skips it)"
+    $sudo apt-get install -y -qq --no-install-recommends haproxy >/dev/null || die "cannot install haproxy"
+  fi
+  local port threads
+  port=$(free_port)
+  threads=$(nproc)
+  cat >"$WORK/haproxy.cfg" <<CFG
+global
+  nbthread $threads
+  maxconn 8192
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+frontend clients
+  bind 127.0.0.1:$port
+  default_backend mongodb
+backend mongodb
+  server backend $BACKEND
+CFG
+  haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.log" 2>&1 &
+  PEER_PID=$!
+  for _ in $(seq 100); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2).close()" 2>/dev/null && break
+    kill -0 "$PEER_PID" 2>/dev/null || { cat "$WORK/haproxy.log" >&2; die "haproxy did not start"; }
+    sleep 0.1
+  done
+  PEER=127.0.0.1:$port
+  PEER_ARGS=(--peer "haproxy=$PEER")
+  echo "peer: haproxy $(haproxy -v | sed -n 's/^HAProxy version \([^ ]*\).*/\1/p') (tcp mode, $threads threads) on $PEER"
+}
+
 bench_run() {
   STATUS=0
-  "$BENCH" --direct "$BACKEND" --proxy "$PROXY" "$@" "${BENCH_ARGS[@]}" || STATUS=$?
+  "$BENCH" --direct "$BACKEND" --proxy "$PROXY" "${PEER_ARGS[@]}" "$@" "${BENCH_ARGS[@]}" || STATUS=$?
   if [[ -n $REMOLD_PID ]] && ! kill -0 "$REMOLD_PID" 2>/dev/null; then
     echo "$BENCH_SCRIPT: remold exited during the run; its stderr:" >&2
     cat "$WORK/remold.err" >&2

@@ -1,13 +1,15 @@
-// remold_bench: remold against a direct connection to the same backend.
+// remold_bench: remold against a direct connection to the same backend, and
+// optionally against a peer proxy (HAProxy in tcp mode) in the same run.
 //
 // Contract: seeds bench.c through the direct endpoint, then for every
 // op x client-count cell opens that many connections to each endpoint and
 // times closed-loop round trips (one blocking client per thread) in slices
-// that alternate direct and proxy in ABBA order, discarding a warm-up at the
-// start of every slice. Prints a table (throughput ratio remold/direct and
-// added latency = remold percentile minus direct percentile) and one
-// "BENCH_JSON {...}" line per cell. Exit status: 0 when every op succeeded,
-// 1 on any failed op or fatal error, 2 on bad arguments.
+// that alternate the endpoints (direct, remold[, peer], then the reverse),
+// discarding a warm-up at the start of every slice. Prints a table
+// (throughput ratio to direct and added latency = percentile minus direct's,
+// for remold and the peer) and one "BENCH_JSON {...}" line per cell. Exit
+// status: 0 when every op succeeded, 1 on any failed op or fatal error, 2 on
+// bad arguments.
 #include "bench_common.h"
 #include "bench_ops.h"
 #include "latency.h"
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -33,6 +36,8 @@ using Clock = std::chrono::steady_clock;
 struct Config {
   Endpoint direct;
   Endpoint proxy;
+  std::string peer_name;        // "" without a peer
+  Endpoint peer;
   double seconds = 3.0;         // measured time per endpoint per cell
   double warmup = 0.2;          // discarded at the start of every slice
   int rounds = 6;               // direct/proxy slice pairs per cell
@@ -45,9 +50,11 @@ struct Config {
 // ---- arguments -------------------------------------------------------------
 
 const char kUsage[] =
-    "usage: remold_bench --direct HOST:PORT --proxy HOST:PORT [--seconds S]\n"
-    "         [--warmup S] [--rounds N] [--initial-warmup S] [--docs N]\n"
+    "usage: remold_bench --direct HOST:PORT --proxy HOST:PORT [--peer NAME=HOST:PORT]\n"
+    "         [--seconds S] [--warmup S] [--rounds N] [--initial-warmup S] [--docs N]\n"
     "         [--clients 1,16,64] [--ops ping,find_by_id]\n"
+    "  --peer NAME=HOST:PORT  another proxy in front of the same backend (e.g.\n"
+    "                haproxy=127.0.0.1:27019), timed in the same slices\n"
     "  --seconds S   measured seconds per endpoint per cell (default 3)\n"
     "  --warmup S    discarded seconds at the start of each slice (default 0.2)\n"
     "  --rounds N    each cell runs N direct and N proxy slices of S/N seconds,\n"
@@ -91,6 +98,11 @@ void apply_flag(Config& cfg, const std::string& flag, const std::string& value) 
     cfg.direct = parse_endpoint_arg(flag, value);
   } else if (flag == "--proxy") {
     cfg.proxy = parse_endpoint_arg(flag, value);
+  } else if (flag == "--peer") {
+    const size_t equals = value.find('=');
+    if (equals == std::string::npos || equals == 0) usage_error("--peer takes NAME=HOST:PORT, got '" + value + "'");
+    cfg.peer_name = value.substr(0, equals);
+    cfg.peer = parse_endpoint_arg(flag, value.substr(equals + 1));
   } else if (flag == "--seconds") {
     cfg.seconds = parse_number(flag, value, true);
   } else if (flag == "--warmup") {
@@ -174,7 +186,7 @@ void client_loop(WireClient& client, OpKind op, int32_t docs, uint64_t seed,
 }
 
 struct Target {
-  const char* label;  // "direct" or "remold"
+  const char* label;  // "direct", "remold" or the peer's name
   Endpoint endpoint;
   std::vector<std::unique_ptr<WireClient>> clients;
   Samples samples;
@@ -237,16 +249,19 @@ struct Row {
   Summary proxy;
   double pair_ratio_min = 0;  // remold/direct throughput of single slice
   double pair_ratio_max = 0;  // pairs: their spread shows the run's noise
+  std::optional<Summary> peer;
+  double peer_pair_min = 0;   // the same for the peer
+  double peer_pair_max = 0;
 };
 
-// Sets the min and max remold/direct throughput ratio over slice pairs.
-void set_pair_ratios(Row& row, const Target& direct, const Target& proxy) {
+// The min and max throughput ratio of `proxy` to direct over slice pairs.
+void set_pair_ratios(const Target& direct, const Target& proxy, double& min, double& max) {
   const size_t pairs = std::min(direct.slice_rates.size(), proxy.slice_rates.size());
   for (size_t i = 0; i < pairs; ++i) {
     if (direct.slice_rates[i] <= 0) continue;
     const double r = proxy.slice_rates[i] / direct.slice_rates[i];
-    row.pair_ratio_min = row.pair_ratio_min == 0 ? r : std::min(row.pair_ratio_min, r);
-    row.pair_ratio_max = std::max(row.pair_ratio_max, r);
+    min = min == 0 ? r : std::min(min, r);
+    max = std::max(max, r);
   }
 }
 
@@ -257,23 +272,29 @@ void report_errors(const Target& target, OpKind op, int clients) {
                target.first_error.c_str());
 }
 
-// One op x client-count cell: ABBA-interleaved slices on both endpoints.
+// One op x client-count cell: slices on every endpoint, in the order
+// direct, remold[, peer] and then the reverse, round after round (ABBA).
 Row run_cell(const Config& cfg, OpKind op, int clients) {
-  Target direct{"direct", cfg.direct, {}, {}, {}, {}};
-  Target proxy{"remold", cfg.proxy, {}, {}, {}, {}};
-  open_clients(direct, clients);
-  open_clients(proxy, clients);
+  std::vector<Target> targets;
+  targets.push_back(Target{"direct", cfg.direct, {}, {}, {}, {}});
+  targets.push_back(Target{"remold", cfg.proxy, {}, {}, {}, {}});
+  if (!cfg.peer_name.empty()) targets.push_back(Target{cfg.peer_name.c_str(), cfg.peer, {}, {}, {}, {}});
+  for (Target& target : targets) open_clients(target, clients);
   const double slice = cfg.seconds / cfg.rounds;
+  uint64_t seed = 1;
   for (int round = 0; round < cfg.rounds; ++round) {
-    Target& first = round % 2 == 0 ? direct : proxy;
-    Target& second = round % 2 == 0 ? proxy : direct;
-    run_slice(first, op, cfg.docs, cfg.warmup, slice, 2 * round + 1);
-    run_slice(second, op, cfg.docs, cfg.warmup, slice, 2 * round + 2);
+    for (size_t k = 0; k < targets.size(); ++k) {
+      Target& target = targets[round % 2 == 0 ? k : targets.size() - 1 - k];
+      run_slice(target, op, cfg.docs, cfg.warmup, slice, seed++);
+    }
   }
-  report_errors(direct, op, clients);
-  report_errors(proxy, op, clients);
-  Row row{op, clients, summarize(direct.samples), summarize(proxy.samples)};
-  set_pair_ratios(row, direct, proxy);
+  for (const Target& target : targets) report_errors(target, op, clients);
+  Row row{op, clients, summarize(targets[0].samples), summarize(targets[1].samples), 0, 0, std::nullopt, 0, 0};
+  set_pair_ratios(targets[0], targets[1], row.pair_ratio_min, row.pair_ratio_max);
+  if (targets.size() > 2) {
+    row.peer = summarize(targets[2].samples);
+    set_pair_ratios(targets[0], targets[2], row.peer_pair_min, row.peer_pair_max);
+  }
   return row;
 }
 
@@ -282,7 +303,9 @@ void initial_warmup(const Config& cfg) {
   if (cfg.initial_warmup <= 0) return;
   const double each = cfg.initial_warmup / (2.0 * cfg.ops.size());
   for (const OpKind op : cfg.ops) {
-    for (const Endpoint& endpoint : {cfg.direct, cfg.proxy}) {
+    std::vector<Endpoint> endpoints{cfg.direct, cfg.proxy};
+    if (!cfg.peer_name.empty()) endpoints.push_back(cfg.peer);
+    for (const Endpoint& endpoint : endpoints) {
       Target target{"warm-up", endpoint, {}, {}, {}, {}};
       open_clients(target, 2);
       run_slice(target, op, cfg.docs, each, 0, 0);
@@ -293,11 +316,13 @@ void initial_warmup(const Config& cfg) {
 // ---- output ----------------------------------------------------------------
 
 void print_header(const Config& cfg) {
-  std::printf("remold_bench: direct %s, remold %s\n", cfg.direct.text().c_str(),
-              cfg.proxy.text().c_str());
-  std::printf("  %.1f s measured per endpoint per cell, in %d direct + %d remold slices "
-              "(ABBA order), %.2f s warm-up discarded per slice; %d docs in bench.c\n",
-              cfg.seconds, cfg.rounds, cfg.rounds, cfg.warmup, cfg.docs);
+  std::printf("remold_bench: direct %s, remold %s", cfg.direct.text().c_str(), cfg.proxy.text().c_str());
+  if (!cfg.peer_name.empty()) std::printf(", %s %s", cfg.peer_name.c_str(), cfg.peer.text().c_str());
+  std::printf("\n");
+  std::printf("  %.1f s measured per endpoint per cell, in %d slices each (direct, remold%s, then the "
+              "reverse), %.2f s warm-up discarded per slice; %d docs in bench.c\n",
+              cfg.seconds, cfg.rounds, cfg.peer_name.empty() ? "" : (", " + cfg.peer_name).c_str(), cfg.warmup,
+              cfg.docs);
   print_machine("  CAVEAT: the bench clients, remold and the backend share these cores.\n"
                 "  With few cores and many clients they compete for CPU, so the throughput\n"
                 "  ratio reflects remold's CPU cost per op as much as its latency, and the\n"
@@ -306,14 +331,21 @@ void print_header(const Config& cfg) {
                 "  Compare rows from the same run only.\n\n");
 }
 
-void print_table_head() {
-  std::printf("%-10s %7s %12s %12s %6s %11s %17s %17s %17s\n", "op", "clients",
+void print_table_head(const Config& cfg) {
+  std::printf("%-10s %7s %12s %12s %6s %11s %17s %17s %17s", "op", "clients",
               "direct op/s", "remold op/s", "ratio", "pair ratios", "direct p50/p99us",
               "remold p50/p99us", "added p50/p99us");
+  if (!cfg.peer_name.empty())
+    std::printf(" %12s %6s %11s %17s %7s", "peer op/s", "ratio", "pair ratios", "added p50/p99us", "R/peer");
+  std::printf("\n");
 }
 
 double ratio(const Row& row) {
   return row.direct.ops_per_s > 0 ? row.proxy.ops_per_s / row.direct.ops_per_s : 0;
+}
+
+double peer_ratio(const Row& row) {
+  return row.peer && row.direct.ops_per_s > 0 ? row.peer->ops_per_s / row.direct.ops_per_s : 0;
 }
 
 // "a/b" with one decimal, signed when `sign`; ratios use "a-b", 2 decimals.
@@ -330,13 +362,19 @@ std::string range_text(double lo, double hi) {
 }
 
 void print_table_row(const Row& row) {
-  std::printf("%-10s %7d %12.0f %12.0f %6.3f %11s %17s %17s %17s\n", op_name(row.op),
+  std::printf("%-10s %7d %12.0f %12.0f %6.3f %11s %17s %17s %17s", op_name(row.op),
               row.clients, row.direct.ops_per_s, row.proxy.ops_per_s, ratio(row),
               range_text(row.pair_ratio_min, row.pair_ratio_max).c_str(),
               pair_text(row.direct.p50_us, row.direct.p99_us, false).c_str(),
               pair_text(row.proxy.p50_us, row.proxy.p99_us, false).c_str(),
               pair_text(row.proxy.p50_us - row.direct.p50_us,
                         row.proxy.p99_us - row.direct.p99_us, true).c_str());
+  if (row.peer)
+    std::printf(" %12.0f %6.3f %11s %17s %7.3f", row.peer->ops_per_s, peer_ratio(row),
+                range_text(row.peer_pair_min, row.peer_pair_max).c_str(),
+                pair_text(row.peer->p50_us - row.direct.p50_us, row.peer->p99_us - row.direct.p99_us, true).c_str(),
+                row.peer->ops_per_s > 0 ? row.proxy.ops_per_s / row.peer->ops_per_s : 0);
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -349,7 +387,7 @@ void print_json_row(const Row& row, const Config& cfg) {
       "\"remold_p50_us\":%.1f,\"remold_p99_us\":%.1f,"
       "\"added_p50_us\":%.1f,\"added_p99_us\":%.1f,"
       "\"direct_ops\":%llu,\"remold_ops\":%llu,"
-      "\"direct_errors\":%llu,\"remold_errors\":%llu}\n",
+      "\"direct_errors\":%llu,\"remold_errors\":%llu",
       op_name(row.op), row.clients, cfg.seconds, usable_cores(), row.direct.ops_per_s,
       row.proxy.ops_per_s, ratio(row), row.pair_ratio_min, row.pair_ratio_max,
       row.direct.p50_us, row.direct.p99_us,
@@ -359,6 +397,12 @@ void print_json_row(const Row& row, const Config& cfg) {
       static_cast<unsigned long long>(row.proxy.ops),
       static_cast<unsigned long long>(row.direct.errors),
       static_cast<unsigned long long>(row.proxy.errors));
+  if (row.peer)
+    std::printf(",\"peer\":\"%s\",\"peer_ops_s\":%.1f,\"peer_ratio\":%.4f,\"peer_p50_us\":%.1f,"
+                "\"peer_p99_us\":%.1f,\"peer_added_p50_us\":%.1f,\"peer_errors\":%llu",
+                cfg.peer_name.c_str(), row.peer->ops_per_s, peer_ratio(row), row.peer->p50_us, row.peer->p99_us,
+                row.peer->p50_us - row.direct.p50_us, static_cast<unsigned long long>(row.peer->errors));
+  std::printf("}\n");
 }
 
 // The target: find_by_id at 16 clients, added p50 <= 25 us and
@@ -376,6 +420,26 @@ void print_target_check(const std::vector<Row>& rows) {
   std::printf("\ntarget check skipped: it needs the find_by_id op at 16 clients\n");
 }
 
+// Against the peer (find_by_id): a throughput ratio at least the peer's at
+// 16 and 64 clients, and an added p50 at 1 client within the peer's + 10 us.
+void print_peer_check(const Config& cfg, const std::vector<Row>& rows) {
+  if (cfg.peer_name.empty()) return;
+  for (const Row& row : rows) {
+    if (row.op != OpKind::find_by_id || !row.peer) continue;
+    if (row.clients == 16 || row.clients == 64) {
+      std::printf("against %s (find_by_id, %d clients): ratio %.3f >= %s's %.3f: %s\n", cfg.peer_name.c_str(),
+                  row.clients, ratio(row), cfg.peer_name.c_str(), peer_ratio(row),
+                  ratio(row) >= peer_ratio(row) ? "PASS" : "FAIL");
+    } else if (row.clients == 1) {
+      const double added = row.proxy.p50_us - row.direct.p50_us;
+      const double peer_added = row.peer->p50_us - row.direct.p50_us;
+      std::printf("against %s (find_by_id, 1 client): added p50 %.1f us <= %s's %.1f + 10 us: %s\n",
+                  cfg.peer_name.c_str(), added, cfg.peer_name.c_str(), peer_added,
+                  added <= peer_added + 10 ? "PASS" : "FAIL");
+    }
+  }
+}
+
 int run(const Config& cfg) {
   print_header(cfg);
   {
@@ -384,7 +448,7 @@ int run(const Config& cfg) {
     seed_collection(seeder, cfg.docs);
   }
   initial_warmup(cfg);
-  print_table_head();
+  print_table_head(cfg);
   std::vector<Row> rows;
   uint64_t errors = 0;
   for (const OpKind op : cfg.ops) {
@@ -392,11 +456,13 @@ int run(const Config& cfg) {
       rows.push_back(run_cell(cfg, op, clients));
       print_table_row(rows.back());
       errors += rows.back().direct.errors + rows.back().proxy.errors;
+      if (rows.back().peer) errors += rows.back().peer->errors;
     }
   }
   std::printf("\n");
   for (const Row& row : rows) print_json_row(row, cfg);
   print_target_check(rows);
+  print_peer_check(cfg, rows);
   std::printf("load average after the run: %.2f\n", load_average());
   return errors == 0 ? 0 : 1;
 }

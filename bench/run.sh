@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs remold_bench: remold against a direct connection to the same backend.
+# Runs remold_bench: remold against a direct connection to the same backend,
+# and HAProxy in tcp mode as a peer in the same run.
 #
 # Usage: bash bench/run.sh [BUILD_DIR] [remold_bench args...]
 #   BUILD_DIR defaults to build; it must hold remold and remold_bench.
@@ -10,6 +11,9 @@
 #   REMOLD_BENCH_REMOLD_ARGS="..."  extra flags for remold serve (e.g. --threads 1)
 #   REMOLD_BENCH_PROXY=HOST:PORT    use this proxy instead of starting
 #                                   BUILD_DIR/remold.
+#   REMOLD_BENCH_PEER=none          no HAProxy peer (by default HAProxy in
+#                                   tcp mode, installed when missing, is
+#                                   timed in the same slices).
 # Everything this script starts is stopped on exit (trap), and its logs
 # are printed if a start fails. Exit status is remold_bench's.
 set -euo pipefail
@@ -19,5 +23,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_init remold_bench remold-bench "$@"
 # shellcheck disable=SC2086  # REMOLD_BENCH_REMOLD_ARGS is a list of flags
 bench_start_endpoints ${REMOLD_BENCH_REMOLD_ARGS:-}
+bench_start_peer
 bench_run
 exit "$STATUS"
