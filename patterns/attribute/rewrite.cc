@@ -158,7 +158,7 @@ class AttributeRewriter {
         return IsOkReply(replies.front()) ? Step{{std::move(index)}, {}} : Step{};
       };
     }
-    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
     return plan;
   }
 
@@ -166,7 +166,7 @@ class AttributeRewriter {
     Plan plan;
     plan.ensure.push_back(EnsureAttributeIndex(a_));
     plan.commands.push_back(std::move(backend));
-    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
     return plan;
   }
 
@@ -295,7 +295,7 @@ class AttributeRewriter {
       SealCommand(command_, ArgumentTarget::kRead, a_.logical.db, flat_body);
       plan.commands.push_back(std::move(flat));
     }
-    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{DistinctReply(replies), {}, {}, {}, {}}; };
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{DistinctReply(replies), {}, {}, {}, {}, {}}; };
     return plan;
   }
 

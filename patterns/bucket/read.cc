@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "patterns/bucket/group_pushdown.h"
 #include "patterns/bucket/rewrite.h"
 #include "patterns/bucket/pushdown.h"
 #include "rewrite/cursor_reply.h"
@@ -208,11 +209,18 @@ Plan RewriteBucketAggregate(const Command& command, const BucketRule& rule,
   std::vector<Doc> client_stages = ArrayDocuments(*pipeline_iter);
   if (Find(body, "explain"))
     return Refuse(who, "aggregate with explain is not supported on a bucketed collection");
-  // A leading $match narrows which buckets are read.
-  std::optional<Doc> leading_match;
-  if (!client_stages.empty()) leading_match = FindDocument(client_stages.front().get(), "$match");
-  std::vector<Doc> pipeline = UnpackStages(rule, leading_match ? leading_match->get() : nullptr);
-  for (auto& stage : client_stages) pipeline.push_back(std::move(stage));
+  std::vector<Doc> pipeline;
+  if (std::optional<GroupPushdown> pushed = PushDownGroup(rule, client_stages)) {
+    // A $group the buckets answer without unwinding their readings.
+    pipeline = std::move(pushed->stages);
+    for (size_t i = pushed->consumed; i < client_stages.size(); ++i) pipeline.push_back(std::move(client_stages[i]));
+  } else {
+    // A leading $match narrows which buckets are read.
+    std::optional<Doc> leading_match;
+    if (!client_stages.empty()) leading_match = FindDocument(client_stages.front().get(), "$match");
+    pipeline = UnpackStages(rule, leading_match ? leading_match->get() : nullptr);
+    for (auto& stage : client_stages) pipeline.push_back(std::move(stage));
+  }
   Doc cursor = FindDocument(body, "cursor").value_or(Doc());
 
   Plan plan;
@@ -331,7 +339,7 @@ Plan RewriteBucketGetMore(const Command& command, const BucketRule& rule) {
 Plan RewriteBucketKillCursors(const Command& command, const BucketRule& rule) {
   Plan plan;
   plan.commands.push_back(RedirectedToBuckets(command, rule, "killCursors"));
-  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
+  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
   return plan;
 }
 

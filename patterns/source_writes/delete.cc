@@ -118,7 +118,7 @@ std::optional<Plan> FollowedDelete(const Command& command, std::shared_ptr<const
     });
   }
   w->ScheduleFollowUps();
-  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings}; });
+  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings, {}}; });
 }
 
 }  // namespace remold

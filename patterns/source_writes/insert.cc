@@ -67,7 +67,7 @@ std::optional<Plan> FollowedInsert(const Command& command, std::shared_ptr<const
     QueueInsert(w, accepted, ordered);
   }
   w->ScheduleFollowUps();
-  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings}; });
+  return w->Finish([state] { return ShapedReply{state->WriteReply(false), {}, {}, {}, state->warnings, {}}; });
 }
 
 namespace {

@@ -96,7 +96,7 @@ Plan SourceWrite::Finish(std::function<ShapedReply()> shape) {
   queue_->Install(plan);
   plan.follow_ups = rule_->FollowUps(client_.name == "findandmodify" ? "findAndModify" : client_.name);
   plan.shape = [this, shape = std::move(shape)](std::span<const Doc> replies) {
-    ShapedReply shaped = failure ? ShapedReply{*failure, {}, {}, {}, warnings} : shape();
+    ShapedReply shaped = failure ? ShapedReply{*failure, {}, {}, {}, warnings, {}} : shape();
     shaped.notices = notices;
     // The cluster time after the last follow-up, so a causally consistent
     // read that follows sees the maintained values too.

@@ -306,7 +306,7 @@ std::optional<Plan> FollowedUpdate(const Command& command, std::shared_ptr<const
     return plan;
   }
   w->ScheduleFollowUps();
-  return w->Finish([state] { return ShapedReply{state->WriteReply(true), {}, {}, {}, state->warnings}; });
+  return w->Finish([state] { return ShapedReply{state->WriteReply(true), {}, {}, {}, state->warnings, {}}; });
 }
 
 // findAndModify: run with new: false (the document as it was), so the

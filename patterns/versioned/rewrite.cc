@@ -164,7 +164,7 @@ class VersionedRewriter {
   static Plan Forwarded(BackendCommand backend) {
     Plan plan;
     plan.commands.push_back(std::move(backend));
-    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
+    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
     return plan;
   }
 
@@ -221,7 +221,7 @@ class VersionedRewriter {
         AppendArray(cursor.doc, key, documents);
         return true;
       });
-      return ShapedReply{std::move(reply), {}, {}, {}, {}};
+      return ShapedReply{std::move(reply), {}, {}, {}, {}, {}};
     };
     if (v_.write_back && !InTransaction(command_)) {
       const Command command = command_;
@@ -317,7 +317,7 @@ class VersionedRewriter {
     plan.shape = [](std::span<const Doc> replies) {
       const Doc& reply = replies.front();
       ShapedReply out;
-      if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}};
+      if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}, {}};
       std::vector<Doc> batch = FirstBatch(reply);
       int64_t n = batch.empty() ? 0 : FindInteger(batch.front().get(), "n").value_or(0);
       if (n <= INT32_MAX) BSON_APPEND_INT32(out.reply.mut(), "n", static_cast<int32_t>(n));
@@ -339,8 +339,8 @@ class VersionedRewriter {
     if (!v_.Changes(FirstComponent(*key)) && PassesThrough(query)) return std::nullopt;
     Plan plan = Forwarded(ReadAggregate(query, DistinctStages(*key)));
     plan.shape = [](std::span<const Doc> replies) {
-      if (!IsOkReply(replies.front())) return ShapedReply{replies.front(), {}, {}, {}, {}};
-      return ShapedReply{DistinctReply(replies), {}, {}, {}, {}};
+      if (!IsOkReply(replies.front())) return ShapedReply{replies.front(), {}, {}, {}, {}, {}};
+      return ShapedReply{DistinctReply(replies), {}, {}, {}, {}, {}};
     };
     return plan;
   }
@@ -629,7 +629,7 @@ class VersionedRewriter {
       const Doc& reply = replies.front();
       std::optional<Doc> value = FindDocument(reply.get(), "value");
       auto value_iter = Find(reply.get(), "value");
-      if (!value || !value_iter || !BSON_ITER_HOLDS_DOCUMENT(&*value_iter)) return ShapedReply{reply, {}, {}, {}, {}};
+      if (!value || !value_iter || !BSON_ITER_HOLDS_DOCUMENT(&*value_iter)) return ShapedReply{reply, {}, {}, {}, {}, {}};
       Doc out;
       bson_iter_t it;
       bson_iter_init(&it, reply.get());
@@ -637,7 +637,7 @@ class VersionedRewriter {
         if (std::string_view(bson_iter_key(&it)) == "value") AppendDoc(out.mut(), "value", Upgrade(rule, value->get()).document);
         else AppendValue(out.mut(), bson_iter_key(&it), it);
       }
-      return ShapedReply{std::move(out), {}, {}, {}, {}};
+      return ShapedReply{std::move(out), {}, {}, {}, {}, {}};
     };
     return AfterUpgrading({query}, Find(body, "collation"), std::move(plan));
   }
