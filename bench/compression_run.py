@@ -29,9 +29,7 @@ import argparse
 import datetime as dt
 import os
 import random
-import re
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -39,7 +37,7 @@ from pathlib import Path
 
 import pymongo
 
-from migrate_run import start_backend
+from bench_processes import percentile, start_backend, start_remold
 
 COMPRESSORS = ["snappy", "zlib", "zstd"]
 DB = "remold_compression_bench"
@@ -54,17 +52,8 @@ def free_port() -> int:
 class Remold:
     def __init__(self, build: str, backend: str, client_compression: str = "off"):
         self.metrics = free_port()
-        self.proc = subprocess.Popen(
-            [str(Path(build, "remold")), "serve", "--backend", backend, "--listen", "127.0.0.1:0",
-             "--metrics-listen", f"127.0.0.1:{self.metrics}", "--log-level", "warn",
-             "--client-compression", client_compression],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        for line in self.proc.stdout:
-            match = re.search(r"listening on [\d.]+:(\d+)", line)
-            if match:
-                self.port = int(match.group(1))
-                return
-        raise RuntimeError(f"remold did not start (backend {backend})")
+        self.proc, self.port = start_remold(build, backend, "--metrics-listen", f"127.0.0.1:{self.metrics}",
+                                            "--client-compression", client_compression)
 
     def uri(self, compressors: str | None = None) -> str:
         uri = f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
@@ -104,11 +93,6 @@ def backend_work(client: pymongo.MongoClient, n: int) -> None:
         assert len(list(coll.find({"_id": {"$gte": start}}).sort("_id", 1).limit(100))) == 100
     for _ in range(2000):
         assert coll.find_one({"_id": rng.randrange(n)}) is not None
-
-
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
 
 
 def main() -> None:

@@ -23,8 +23,6 @@ import datetime as dt
 import math
 import os
 import random
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +30,7 @@ from pathlib import Path
 
 import pymongo
 
-from migrate_run import start_backend
+from bench_processes import percentile, start_backend, start_remold
 
 DB = "remold_group_bench"
 T0 = dt.datetime(2024, 3, 4)
@@ -55,11 +53,6 @@ def query(day: dt.datetime, early_ms: int = 0) -> list[dict]:
             {"$sort": {"_id": 1}}]
 
 
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
 def same(a: list[dict], b: list[dict]) -> bool:
     return len(a) == len(b) and all(x["_id"] == y["_id"] and math.isclose(x["avgTemp"], y["avgTemp"], rel_tol=1e-9)
                                     for x, y in zip(a, b))
@@ -80,12 +73,7 @@ def main() -> int:
         direct.drop_database(DB)
         with tempfile.TemporaryDirectory() as rules:
             Path(rules, "readings.yaml").write_text(RULE.format(db=DB))
-            remold = subprocess.Popen([str(Path(args.build, "remold")), "serve", "--backend", uri, "--listen",
-                                       "127.0.0.1:0", "--rules", rules, "--log-level", "warn"],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True)
-            port = next(int(m.group(1)) for line in remold.stdout
-                        if (m := re.search(r"listening on [\d.]+:(\d+)", line)))
+            remold, port = start_remold(args.build, uri, "--rules", rules)
             through = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true")[DB]["readings"]
             flat = direct[DB]["flat"]
             rng = random.Random(3)
