@@ -7,6 +7,7 @@
 // batch.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,43 +67,74 @@ bool IsListed(const BucketRule& rule, std::string_view key) {
          rule.measurement_fields.end();
 }
 
-// With `fields` (and no `extra_fields: drop`), the first field of `doc`
-// that would not be stored: neither a meta field nor listed.
-std::optional<std::string> ExtraField(const BucketRule& rule, const Reading& doc) {
-  if (rule.measurement_fields.empty() || rule.drop_extra_fields) return std::nullopt;
+// One pass over a reading: where its time, meta and summarised fields are
+// (the first of each name), the first field `fields` does not allow, and
+// the BSON bytes the bucket's array takes for it.
+struct ReadingFields {
+  std::optional<bson_iter_t> time;
+  std::vector<std::optional<bson_iter_t>> meta;       // in rule.meta_fields' order
+  std::vector<std::optional<bson_iter_t>> summaries;  // in rule.summaries' order
+  std::optional<std::string_view> extra;
+  int64_t measurement_bytes = 5 + kElementOverhead;  // the document's length and terminator
+};
+
+// Whether the bucket's array keeps `field` of a reading: all but the meta
+// fields, or the rule's `fields`.
+bool Kept(const BucketRule& rule, std::string_view field, bool meta) {
+  return rule.measurement_fields.empty() ? !meta : IsListed(rule, field);
+}
+
+// Fills `out` (reused from reading to reading: no allocation after the
+// first).
+void ScanReading(const BucketRule& rule, const Reading& doc, ReadingFields& out) {
+  out.time.reset();
+  out.extra.reset();
+  out.measurement_bytes = 5 + kElementOverhead;
+  out.meta.assign(rule.meta_fields.size(), std::nullopt);
+  out.summaries.assign(rule.summaries.size(), std::nullopt);
+  const bool check_extra = !rule.measurement_fields.empty() && !rule.drop_extra_fields;
   bson_iter_t it;
   bson_iter_init(&it, doc.get());
   while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (!IsMeta(rule, key) && !IsListed(rule, key)) return std::string(key);
+    const std::string_view key = bson_iter_key(&it);
+    bool meta = false;
+    for (size_t i = 0; i < rule.meta_fields.size(); ++i) {
+      if (key != rule.meta_fields[i]) continue;
+      meta = true;
+      if (!out.meta[i]) out.meta[i] = it;
+    }
+    if (!out.time && key == rule.time_field) out.time = it;
+    for (size_t i = 0; i < rule.summaries.size(); ++i)
+      if (!out.summaries[i] && key == rule.summaries[i].field) out.summaries[i] = it;
+    if (Kept(rule, key, meta)) out.measurement_bytes += static_cast<int64_t>(it.next_off - it.off);  // type, key, value
+    if (check_extra && !out.extra && !meta && !IsListed(rule, key)) out.extra = key;
   }
-  return std::nullopt;
 }
 
 // Checks one client document; fills the statement key on success.
 std::optional<std::string> Classify(const BucketRule& rule, const std::string& who,
-                                    const Reading& doc, Statement& out) {
-  if (auto extra = ExtraField(rule, doc))
-    return who + ": field '" + *extra + "' is not one of the rule's fields (meta fields and "
+                                    const ReadingFields& doc, Statement& out) {
+  if (doc.extra)
+    return who + ": field '" + std::string(*doc.extra) + "' is not one of the rule's fields (meta fields and "
            "'fields') and would be lost; add it to 'fields', or set 'extra_fields: drop' to drop "
            "such fields";
-  auto time = Find(doc.get(), rule.time_field);
-  if (!time)
+  if (!doc.time)
     return "document has no '" + rule.time_field + "' field; the bucket rule for " +
            rule.logical.full() + " needs a date there";
-  if (!BSON_ITER_HOLDS_DATE_TIME(&*time))
+  if (!BSON_ITER_HOLDS_DATE_TIME(&*doc.time))
     return "field '" + rule.time_field + "' must be a date for the bucket rule of " +
            rule.logical.full();
-  for (const auto& summary : rule.summaries) {
-    auto value = Find(doc.get(), summary.field);
+  for (size_t i = 0; i < rule.summaries.size(); ++i) {
+    const std::optional<bson_iter_t>& value = doc.summaries[i];
     if (value && (BSON_ITER_HOLDS_ARRAY(&*value) || BSON_ITER_HOLDS_DECIMAL128(&*value)))
-      return "summarised field '" + summary.field + "' must hold a single int, long or double "
+      return "summarised field '" + rule.summaries[i].field + "' must hold a single int, long or double "
              "(arrays and decimals are not summarised)";
   }
-  out.start_ms = BucketStart(rule, bson_iter_date_time(&*time));
+  out.start_ms = BucketStart(rule, bson_iter_date_time(&*doc.time));
   out.key.clear();
-  for (const auto& field : rule.meta_fields) {
-    auto value = Find(doc.get(), field);
+  for (size_t i = 0; i < rule.meta_fields.size(); ++i) {
+    const std::string& field = rule.meta_fields[i];
+    const std::optional<bson_iter_t>& value = doc.meta[i];
     // A missing meta field stays missing: its readings go to buckets
     // without the field and come back without it (null is a value of its
     // own, kept apart by an $exists guard).
@@ -119,37 +151,8 @@ std::optional<std::string> Classify(const BucketRule& rule, const std::string& w
   auto bytes = out.meta.bytes();
   out.key.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   out.key.append(reinterpret_cast<const char*>(&out.start_ms), sizeof out.start_ms);
+  out.bytes = doc.measurement_bytes;
   return std::nullopt;
-}
-
-// The BSON bytes of the measurement of `doc` (as AppendMeasurement writes
-// it) in a bucket's array.
-int64_t MeasurementBytes(const BucketRule& rule, const Reading& doc) {
-  int64_t bytes = 5 + kElementOverhead;  // the document's length and terminator
-  bson_iter_t it;
-  bson_iter_init(&it, doc.get());
-  while (bson_iter_next(&it)) {
-    std::string_view field = bson_iter_key(&it);
-    bool keep = rule.measurement_fields.empty() ? !IsMeta(rule, field) : IsListed(rule, field);
-    if (keep) bytes += static_cast<int64_t>(it.next_off - it.off);  // type, key, value
-  }
-  return bytes;
-}
-
-// Appends the measurement of `doc` (its fields but the meta fields, or the
-// rule's `fields`) to `out` under `key`.
-void AppendMeasurement(const BucketRule& rule, const Reading& doc, bson_t* out, const char* key,
-                       int key_length) {
-  bson_t m;
-  bson_append_document_begin(out, key, key_length, &m);
-  bson_iter_t it;
-  bson_iter_init(&it, doc.get());
-  while (bson_iter_next(&it)) {
-    std::string_view field = bson_iter_key(&it);
-    bool keep = rule.measurement_fields.empty() ? !IsMeta(rule, field) : IsListed(rule, field);
-    if (keep) AppendValue(&m, field, it);
-  }
-  bson_append_document_end(out, &m);
 }
 
 // Sum of numbers: int64 while every addend is an integer and the sum fits,
@@ -192,7 +195,35 @@ struct Accumulator {
   }
 };
 
+// Appends the measurement of `doc` (its fields but the meta fields, or the
+// rule's `fields`, their bytes as they are) to `out` under `key`, and adds
+// its summarised values to `acc`. `scratch` and `summarised` are buffers
+// the caller reuses.
+void AppendMeasurement(const BucketRule& rule, const Reading& doc, bson_t* out, const char* key, int key_length,
+                       std::vector<Accumulator>& acc, std::vector<uint8_t>& scratch, std::vector<char>& summarised) {
+  scratch.assign(4, 0);  // the length, set below
+  summarised.assign(rule.summaries.size(), 0);
+  bson_iter_t it;
+  bson_iter_init(&it, doc.get());
+  while (bson_iter_next(&it)) {
+    const std::string_view field = bson_iter_key(&it);
+    for (size_t s = 0; s < rule.summaries.size(); ++s) {
+      if (summarised[s] || field != rule.summaries[s].field) continue;
+      summarised[s] = 1;
+      acc[s].Add(it);
+    }
+    if (Kept(rule, field, IsMeta(rule, field))) scratch.insert(scratch.end(), it.raw + it.off, it.raw + it.next_off);
+  }
+  scratch.push_back(0);
+  const auto length = static_cast<int32_t>(scratch.size());
+  std::memcpy(scratch.data(), &length, sizeof length);
+  bson_t measurement;
+  bson_init_static(&measurement, scratch.data(), scratch.size());
+  bson_append_document(out, key, key_length, &measurement);
+}
+
 Doc BuildUpdate(const BucketRule& rule, const Statement& st) {
+  std::vector<Accumulator> acc(rule.summaries.size());
   Doc update;
   bson_t* u = update.mut();
   // $push: {m: {$each: [...]}}
@@ -202,23 +233,17 @@ Doc BuildUpdate(const BucketRule& rule, const Statement& st) {
     bson_append_document_begin(&push, rule.measurements_field.c_str(), -1, &field);
     BSON_APPEND_ARRAY_BEGIN(&field, "$each", &each);
     char buf[16];
+    std::vector<uint8_t> scratch;
+    std::vector<char> summarised;
     for (size_t i = 0; i < st.measurements.size(); ++i) {
       const char* k;
       size_t len = bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
       Reading doc(st.measurements[i].bytes);
-      AppendMeasurement(rule, doc, &each, k, static_cast<int>(len));
+      AppendMeasurement(rule, doc, &each, k, static_cast<int>(len), acc, scratch, summarised);
     }
     bson_append_array_end(&field, &each);
     bson_append_document_end(&push, &field);
     bson_append_document_end(u, &push);
-  }
-  std::vector<Accumulator> acc(rule.summaries.size());
-  for (const auto& m : st.measurements) {
-    for (size_t s = 0; s < rule.summaries.size(); ++s) {
-      Reading doc(m.bytes);
-      auto v = Find(doc.get(), rule.summaries[s].field);
-      if (v) acc[s].Add(*v);
-    }
   }
   // $inc: {count: k, "sum.f": ...}
   {
@@ -462,14 +487,15 @@ BucketUpserts PlanBucketUpserts(const BucketRule& rule, const std::string& who,
   BucketUpserts out;
   std::vector<std::optional<Statement>> classified(docs.size());
   size_t accepted_end = docs.size();
+  ReadingFields fields;
   for (size_t i = 0; i < docs.size(); ++i) {
     Statement st;
     Reading doc(docs[i]);
     std::optional<RejectedReading> rejection;
-    if (auto error = Classify(rule, who, doc, st)) {
+    ScanReading(rule, doc, fields);
+    if (auto error = Classify(rule, who, fields, st)) {
       rejection = RejectedReading{i, error_codes::kBadValue.value, *error};
     } else {
-      st.bytes = MeasurementBytes(rule, doc);
       const int64_t room = static_cast<int64_t>(caps.max_bson_object_size) -
                            static_cast<int64_t>(st.meta.bytes().size()) - kBucketOverhead;
       st.limit = std::min<int64_t>(rule.max_bytes, room);
