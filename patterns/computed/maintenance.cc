@@ -128,6 +128,7 @@ size_t AggregateMaintenance::TargetFor(const bson_iter_t& link) {
     target.link = std::move(box);
     target.sums.resize(n);
     target.best.resize(n);
+    target.best_id.resize(n);
     target.lost.resize(n);
     target.latest_by.resize(n);
     target.latest_of.resize(n);
@@ -149,8 +150,11 @@ void AggregateMaintenance::Add(Target& target, size_t i, const bson_t* doc) {
     case Op::kMin:
     case Op::kMax:
       if (IsNull(of)) break;
-      if (!target.best[i] || (CompareBsonValues(*of, Unboxed(*target.best[i])) > 0) == (field.op == Op::kMax))
+      if (!target.best[i] || (CompareBsonValues(*of, Unboxed(*target.best[i])) > 0) == (field.op == Op::kMax)) {
         target.best[i] = Boxed(*of);
+        std::optional<bson_iter_t> id = Find(doc, "_id");
+        target.best_id[i] = id ? std::optional<Doc>(Boxed(*id)) : std::nullopt;
+      }
       break;
     case Op::kLatest: {
       std::optional<bson_iter_t> by = Find(doc, field.by);
@@ -261,7 +265,7 @@ BackendCommand AggregateMaintenance::UpdateCommand(const std::vector<Doc>& state
 }
 
 void AggregateMaintenance::WarnOnFailure(const Doc& reply, const std::string& what) {
-  ReportFollowUpFailure(FollowerContext{client_, warnings_, abort_}, reply, what + " " + aggregate_.target.full());
+  ReportFollowUpFailure(FollowerContext{client_, warnings_, abort_, nullptr}, reply, what + " " + aggregate_.target.full());
 }
 
 void AggregateMaintenance::Schedule(CommandQueue& queue) {
@@ -275,13 +279,76 @@ void AggregateMaintenance::Schedule(CommandQueue& queue) {
   }
   queue.AddPhase([this, &queue, multi] {
     std::vector<Doc> statements;
-    for (const Target& target : targets_) {
+    std::vector<size_t> updated;  // the targets of `statements`
+    for (size_t t = 0; t < targets_.size(); ++t) {
+      const Target& target = targets_[t];
       Doc u = MainUpdate(target);
-      if (!u.empty())
-        statements.push_back(Statement(LinkFilter(target), u, multi, aggregate_.create_target && target.adds));
+      if (u.empty()) continue;
+      statements.push_back(Statement(LinkFilter(target), u, multi, aggregate_.create_target && target.adds));
+      updated.push_back(t);
     }
     if (statements.empty()) return;
-    queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "maintaining"); });
+    // A $max without followers, or a $min, may reinstate the value of a
+    // document deleted or changed meanwhile: its writer's recompute
+    // compared-and-set before this $max landed, missed, and left the target
+    // to this write. So what this write set is checked against the
+    // document it came from.
+    std::vector<std::pair<size_t, size_t>> unchecked = UncheckedExtremes(updated);
+    if (unchecked.empty()) {
+      queue.Push(UpdateCommand(statements), [this](const Doc& reply) { WarnOnFailure(reply, "maintaining"); });
+      return;
+    }
+    if (statements.size() > 1 || multi) {
+      // Whose values an update of several targets set, its reply does not
+      // say: every value it carried is checked (if it matched a target).
+      queue.Push(UpdateCommand(statements), [this, &queue, unchecked](const Doc& reply) {
+        WarnOnFailure(reply, "maintaining");
+        if (!IsOkReply(reply) || FindInteger(reply.get(), "n").value_or(0) == 0) return;
+        ScheduleExtremeCheck(queue, unchecked);
+      });
+      return;
+    }
+    // One target: a findAndModify, whose document as it was tells which of
+    // the values the $max and $min set (and only those are checked).
+    const Target& target = targets_[updated.front()];
+    const bool upsert = aggregate_.create_target && target.adds;
+    BackendCommand modify;
+    bson_t* body = modify.body.mut();
+    AppendString(body, "findAndModify", aggregate_.target.collection);
+    AppendDoc(body, "query", LinkFilter(target));
+    AppendDoc(body, "update", MainUpdate(target));
+    BSON_APPEND_BOOL(body, "new", false);
+    if (upsert) BSON_APPEND_BOOL(body, "upsert", true);
+    Doc fields;
+    BSON_APPEND_INT32(fields.mut(), "_id", 0);
+    for (auto [t, i] : unchecked) BSON_APPEND_INT32(fields.mut(), aggregate_.fields[i].field.c_str(), 1);
+    AppendDoc(body, "fields", fields);
+    SealCommand(client_, ArgumentTarget::kPreparatoryWrite, aggregate_.target.db, body);
+    modify.may_fail = true;
+    queue.Push(std::move(modify), [this, &queue, unchecked, upsert](const Doc& reply) {
+      WarnOnFailure(reply, "maintaining");
+      if (!IsOkReply(reply)) return;
+      std::optional<bson_iter_t> value = Find(reply.get(), "value");
+      if (!value || !BSON_ITER_HOLDS_DOCUMENT(&*value)) {
+        // No target was there: an upsert created it with every value; else nothing was set.
+        if (upsert) ScheduleExtremeCheck(queue, unchecked);
+        return;
+      }
+      const Doc before = *FindDocument(reply.get(), "value");
+      std::vector<std::pair<size_t, size_t>> set;
+      for (auto [t, i] : unchecked) {
+        const MaintainedField& field = aggregate_.fields[i];
+        std::optional<bson_iter_t> was = Find(before.get(), field.field);
+        // $max and $min set a missing field, and one the new value passes.
+        if (!was) {
+          set.emplace_back(t, i);
+          continue;
+        }
+        const int c = CompareBsonValues(Unboxed(*targets_[t].best[i]), *was);
+        if (field.op == Op::kMax ? c > 0 : c < 0) set.emplace_back(t, i);
+      }
+      if (!set.empty()) ScheduleExtremeCheck(queue, set);
+    });
   });
   queue.AddPhase([this, &queue, multi] {
     // For each max with followers: the followers' values from the newest
@@ -543,6 +610,86 @@ void AggregateMaintenance::ScheduleLatestCheck(CommandQueue& queue, size_t t, si
         return;  // still holds what was set
     }
     ScheduleRecompute(queue, t, m, *at, 1, 1, {});
+  });
+}
+
+std::vector<std::pair<size_t, size_t>> AggregateMaintenance::UncheckedExtremes(
+    const std::vector<size_t>& targets) const {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t t : targets)
+    for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
+      const Op op = aggregate_.fields[i].op;
+      if (!targets_[t].best[i]) continue;
+      if (op == Op::kMin || (op == Op::kMax && Followers(i).empty())) out.emplace_back(t, i);
+    }
+  return out;
+}
+
+// One read of the source by _id (a filter on _id alone, which every
+// backend serves from its _id index; $in when the values came from
+// several documents). A document that still has the link and the value
+// was there after the $max or $min landed: a later delete or change of it
+// recomputes from the value this write set. One that is gone or changed
+// may have been so before, its writer's compare-and-set missing this
+// value: the field is recomputed (round 1: a miss means a writer changed
+// the target since this write's $max, and answers for it).
+void AggregateMaintenance::ScheduleExtremeCheck(CommandQueue& queue,
+                                                const std::vector<std::pair<size_t, size_t>>& checks) {
+  std::vector<Doc> ids;  // {v: _id}, distinct
+  std::vector<std::pair<size_t, size_t>> by_id;
+  for (auto [t, i] : checks) {
+    const std::optional<Doc>& id = targets_[t].best_id[i];
+    if (!id) {  // no _id to read by: check through the source's extreme
+      ScheduleRecompute(queue, t, i, *targets_[t].best[i], 2, 1, {});
+      continue;
+    }
+    by_id.emplace_back(t, i);
+    if (std::none_of(ids.begin(), ids.end(), [&](const Doc& seen) { return seen == *id; })) ids.push_back(*id);
+  }
+  if (ids.empty()) return;
+  Doc filter, projection;
+  if (ids.size() == 1) {
+    AppendValue(filter.mut(), "_id", Unboxed(ids.front()));
+  } else {
+    Doc in;
+    bson_t array;
+    BSON_APPEND_ARRAY_BEGIN(in.mut(), "$in", &array);
+    for (size_t k = 0; k < ids.size(); ++k) AppendValue(&array, std::to_string(k), Unboxed(ids[k]));
+    bson_append_array_end(in.mut(), &array);
+    AppendDoc(filter.mut(), "_id", in);
+  }
+  std::vector<std::string> fields{aggregate_.link_from};
+  for (auto [t, i] : by_id)
+    if (std::find(fields.begin(), fields.end(), aggregate_.fields[i].of) == fields.end())
+      fields.push_back(aggregate_.fields[i].of);
+  for (const std::string& f : fields) BSON_APPEND_INT32(projection.mut(), f.c_str(), 1);
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", source_.collection);
+  AppendDoc(body, "filter", filter);
+  AppendDoc(body, "projection", projection);
+  if (ids.size() == 1) {
+    BSON_APPEND_INT32(body, "limit", 1);
+  } else {
+    BSON_APPEND_INT32(body, "batchSize", static_cast<int32_t>(ids.size()));
+  }
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client_, ArgumentTarget::kRead, source_.db, body);
+  read.may_fail = true;
+  queue.Push(std::move(read), [this, &queue, by_id](const Doc& reply) {
+    // A failed read confirms nothing: every value is recomputed.
+    std::vector<Doc> docs = IsOkReply(reply) ? FirstBatch(reply) : std::vector<Doc>();
+    for (auto [t, i] : by_id) {
+      const Target& target = targets_[t];
+      const MaintainedField& field = aggregate_.fields[i];
+      const bool holds = std::any_of(docs.begin(), docs.end(), [&](const Doc& doc) {
+        std::optional<bson_iter_t> link = Find(doc.get(), aggregate_.link_from);
+        return SameValue(Find(doc.get(), "_id"), Unboxed(*target.best_id[i])) && link &&
+               !BSON_ITER_HOLDS_ARRAY(&*link) && SameValue(link, Unboxed(target.link)) &&
+               SameValue(Find(doc.get(), field.of), Unboxed(*target.best[i]));
+      });
+      if (!holds) ScheduleRecompute(queue, t, i, *target.best[i], 1, 1, {});
+    }
   });
 }
 

@@ -4,7 +4,14 @@
 // The write's changes are recorded first (each source document's inputs
 // before and after it); Schedule then queues, phase after phase:
 //  1. one update per target: $inc of counts and sums, $max/$min of the
-//     new values (upserting a missing target when the rule says so);
+//     new values (upserting a missing target when the rule says so); a
+//     $max without followers, or a $min, that set the target's value is
+//     then checked: the document it came from is read by _id, and if it no
+//     longer holds that value (deleted or changed before the $max landed,
+//     so that its writer's recompute missed) the field is recomputed as in
+//     3. A write to one target (linked by _id) runs as a findAndModify,
+//     whose document as it was says which values it set; a write to
+//     several checks every value it carried;
 //  2. the latest values: set where the target's max of `by` is the new
 //     document's (so the latest write of a concurrent pair wins), then
 //     checked: the document they came from is read by _id, and if it no
@@ -72,6 +79,7 @@ class AggregateMaintenance : public Follower {
     bool adds = false;
     std::vector<NumberDelta> sums;             // by field index
     std::vector<std::optional<Doc>> best;      // {v}: the new min/max candidate
+    std::vector<std::optional<Doc>> best_id;   // {v}: the _id of the document best is from
     std::vector<std::optional<Doc>> lost;      // {v}: the removed extreme
     std::vector<std::optional<Doc>> latest_by; // {v}
     std::vector<std::optional<Doc>> latest_of; // {v}, or empty: absent
@@ -96,6 +104,15 @@ class AggregateMaintenance : public Follower {
   // Reads whether the source document the followers of max field `m` were
   // set from still holds those values at the max; if not, recomputes.
   void ScheduleLatestCheck(CommandQueue& queue, size_t target, size_t m);
+  // The min and max fields of the targets of `targets` (indexes) that this
+  // write's $max/$min may set and nothing else checks: a max without
+  // followers, or a min, with a new value.
+  std::vector<std::pair<size_t, size_t>> UncheckedExtremes(const std::vector<size_t>& targets) const;
+  // Reads the source documents the values of `checks` ((target, field)
+  // pairs, whose $max/$min may have set them) came from, by _id, and
+  // recomputes each field whose document no longer holds its value at
+  // that target.
+  void ScheduleExtremeCheck(CommandQueue& queue, const std::vector<std::pair<size_t, size_t>>& checks);
   // The latest fields ordered by max field `max_field`, in rule order.
   std::vector<size_t> Followers(size_t max_field) const;
   // The max field that orders latest field `latest_field`.

@@ -15,6 +15,8 @@ The rules, one file per source collection:
     carts                 the same fields, on_client_write: overwrite
     likes    -> songs     likeCount: count (create_target: true)
     shares   -> <db>_x.stats   shareCount: count (a target in another database)
+    notes    -> boards    noteCount: count, lastNoteAt: {max: createdAt},
+                          firstNoteAt: {min: createdAt} (no followers)
 
 The oracle is always the source documents as the backend holds them after
 the writes (read with ``direct_client``): the maintained values are
@@ -152,6 +154,21 @@ computed:
 """
 
 
+def notes_rule(db: str) -> str:
+    return f"""\
+namespace: {db}.notes
+pattern: computed
+computed:
+  aggregates:
+    - target: boards
+      link: {{from: boardId, to: _id}}
+      fields:
+        noteCount: count
+        lastNoteAt: {{max: createdAt}}
+        firstNoteAt: {{min: createdAt}}
+"""
+
+
 def write_rules(rules_dir: Path, db: str, other_db: str) -> Path:
     rules_dir.mkdir(parents=True, exist_ok=True)
     files = {
@@ -161,6 +178,7 @@ def write_rules(rules_dir: Path, db: str, other_db: str) -> Path:
         "carts.yaml": orders_rule(db, "carts", "overwrite"),
         "likes.yaml": likes_rule(db),
         "shares.yaml": shares_rule(db, other_db),
+        "notes.yaml": notes_rule(db),
     }
     for name, text in files.items():
         (rules_dir / name).write_text(text)
@@ -518,22 +536,22 @@ def test_comments_hot_posts_concurrent_extremes(computed_env):
 
 
 def run_rounds(make_client: Callable, db_name: str, n_clients: int, rounds: list,
-               step: Callable) -> list[str]:
-    """Runs ``step(comments, k, round_index, item, rng)`` for every item of
-    ``rounds`` on each of ``n_clients`` clients, the clients starting each
-    round together (a barrier): their writes to one item race. Returns the
-    errors."""
+               step: Callable, collection: str = "comments") -> list[str]:
+    """Runs ``step(coll, k, round_index, item, rng)`` for every item of
+    ``rounds`` on each of ``n_clients`` clients (``coll``: ``collection``
+    through remold), the clients starting each round together (a barrier):
+    their writes to one item race. Returns the errors."""
     clients = [make_client() for _ in range(n_clients)]
     barrier = threading.Barrier(n_clients)
     errors: list[str] = []
 
     def run(k: int) -> None:
         rng = random.Random(k)
-        comments = clients[k][db_name].comments
+        coll = clients[k][db_name][collection]
         try:
             for r, item in enumerate(rounds):
                 barrier.wait()
-                step(comments, k, r, item, rng)
+                step(coll, k, r, item, rng)
         except BaseException:  # noqa: BLE001 - reported by the test
             errors.append(f"client {k}: {traceback.format_exc()}")
             barrier.abort()
@@ -606,6 +624,45 @@ def test_upsert_deleted_at_once_still_counted(computed_env):
     problems, oracle, found = check_posts(env.direct)
     print(f"\n{env.direct.comments.count_documents({})} of {4 * rounds} upserted comments survived")
     assert not problems, with_remold_log(env, report(problems, f"{rounds} churned posts"))
+
+
+def test_plain_extremes_of_deleted_notes_not_reinstated(computed_env):
+    """Regression: a max without followers, or a min, kept the value of a
+    document deleted at once: the delete's recompute compared-and-set before
+    the upsert's `$max` landed, missed, and the `$max` then set the deleted
+    note's value with nothing to check it. Each round, four clients upsert
+    four notes of one board while four others delete them."""
+    env = computed_env
+    rounds = max(30, int(100 * SCALE))
+    boards = [f"board-{r}" for r in range(rounds)]
+    env.direct.boards.insert_many([{"_id": b, "noteCount": 0} for b in boards])
+
+    def step(notes, k, r, board, rng):
+        target = {"_id": f"{board}-{k % 4}"}
+        if k < 4:
+            notes.replace_one(target, {"boardId": board, "createdAt": random_time(rng)}, upsert=True)
+        else:
+            notes.delete_one(target)
+
+    errors = run_rounds(env.make_client, env.db.name, 8, boards, step, collection="notes")
+    print_remold_log(env)
+    assert not errors, "operations failed through remold:\n" + "\n".join(errors[:3])
+    oracle: dict = {}
+    for n in env.direct.notes.find({}):
+        o = oracle.setdefault(n["boardId"], {"noteCount": 0, "lastNoteAt": n["createdAt"],
+                                             "firstNoteAt": n["createdAt"]})
+        o["noteCount"] += 1
+        o["lastNoteAt"] = max(o["lastNoteAt"], n["createdAt"])
+        o["firstNoteAt"] = min(o["firstNoteAt"], n["createdAt"])
+    problems = []
+    for board in env.direct.boards.find({}):
+        want = oracle.get(board["_id"], {"noteCount": 0})
+        for field in ("noteCount", "lastNoteAt", "firstNoteAt"):
+            if board.get(field, MISSING) != want.get(field, MISSING):
+                problems.append(f"board {board['_id']!r}: {field} {desc(board.get(field, MISSING))}, "
+                                f"expected {desc(want.get(field, MISSING))}")
+    print(f"\n{env.direct.notes.count_documents({})} of {4 * rounds} upserted notes survived")
+    assert not problems, with_remold_log(env, report(problems, f"{rounds} churned boards"))
 
 
 def rng_sample(items: list, k: int) -> list:
