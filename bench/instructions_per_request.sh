@@ -80,8 +80,10 @@ with wire.connect("127.0.0.1", port) as sock:
     if op == "bucket_insert":
         t0 = datetime.datetime(2024, 1, 1)
         for b in range(count):
-            docs = [{"sensor": f"s{i % 50}", "at": t0 + datetime.timedelta(seconds=1000 * b + i),
-                     "temp": 10 + (i % 97) / 10} for i in range(1000)]
+            # With an _id, as drivers send them (remold adds one otherwise).
+            docs = [{"_id": 1000 * b + i, "sensor": f"s{i % 50}",
+                     "at": t0 + datetime.timedelta(seconds=1000 * b + i), "temp": 10 + (i % 97) / 10}
+                    for i in range(1000)]
             reply = wire.command(sock, {"insert": "readings", "documents": docs, "ordered": False}, db="remold_ir")
             assert reply["ok"] == 1 and reply["n"] == 1000, reply
         sys.exit(0)
