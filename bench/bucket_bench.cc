@@ -183,19 +183,14 @@ std::unique_ptr<Dataset> make_dataset(Order order, int sensors, double days) {
 }
 
 // Backend write statements remold sends for these inserts, mirroring
-// patterns/bucket/insert.cc: one upsert per bucket per insert command when
-// unordered, one per run of consecutive same-bucket readings when ordered.
-int64_t bucket_statements(const Dataset& ds, size_t per_insert, bool ordered) {
+// patterns/bucket/insert.cc: one upsert per bucket per insert command,
+// ordered or not (the driver gives every reading an _id of its own).
+int64_t bucket_statements(const Dataset& ds, size_t per_insert) {
   int64_t total = 0;
   for (size_t start = 0; start < ds.size(); start += per_insert) {
     const size_t end = std::min(ds.size(), start + per_insert);
-    if (ordered) {
-      for (size_t i = start; i < end; ++i)
-        if (i == start || ds.bucket_key[i] != ds.bucket_key[i - 1]) ++total;
-    } else {
-      std::set<int64_t> keys(ds.bucket_key.begin() + start, ds.bucket_key.begin() + end);
-      total += static_cast<int64_t>(keys.size());
-    }
+    std::set<int64_t> keys(ds.bucket_key.begin() + start, ds.bucket_key.begin() + end);
+    total += static_cast<int64_t>(keys.size());
   }
   return total;
 }
@@ -368,7 +363,7 @@ CaseResult BucketScenario::run_case(Harness& h, const CaseSpec& spec, const Data
   result.run = run_client_threads(h.connect(via, spec.threads), h.cpu(), std::nullopt, prepare);
   result.commands = static_cast<int64_t>(units);
   result.statements = spec.target == Target::remold_bucket
-                          ? bucket_statements(ds, per_insert, spec.mode == Mode::batch && spec.ordered)
+                          ? bucket_statements(ds, per_insert)
                           : static_cast<int64_t>(ds.size());
   // Only fully inserted cases count as throughput; a failed insert makes the
   // row an error row.

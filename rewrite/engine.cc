@@ -109,7 +109,7 @@ std::optional<Plan> RewriteExplain(const Command& command, const RuleSet& rules,
     AppendValue(explain.body.mut(), "verbosity", *verbosity);
   SealCommand(command, ArgumentTarget::kRead, command.db, explain.body.mut());
   wrapped.commands.push_back(std::move(explain));
-  wrapped.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}}; };
+  wrapped.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
   return wrapped;
 }
 

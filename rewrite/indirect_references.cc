@@ -207,7 +207,7 @@ Plan ForwardPlan(const Command& command) {
   forwarded.body = command.body;
   plan.commands.push_back(std::move(forwarded));
   plan.shape = [](std::span<const Doc> replies) {
-    return ShapedReply{replies.front(), {}, {}, {}, {}};
+    return ShapedReply{replies.front(), {}, {}, {}, {}, {}};
   };
   return plan;
 }

@@ -105,8 +105,8 @@ Plan AfterPrelude(BackendCommand first, PreludeWrites next, Plan plan, int round
   auto ran_out = unfinished ? std::make_shared<bool>(false) : nullptr;
   out.then = PreludeRound{std::move(first), std::move(next), std::move(start_inner), std::max(rounds, 1), ran_out};
   out.shape = [inner, offset, ran_out, refusal = std::move(unfinished)](std::span<const Doc> replies) {
-    if (ran_out && *ran_out) return ShapedReply{*refusal, {}, {}, {}, {}};
-    if (*offset == 0) return ShapedReply{replies.back(), {}, {}, {}, {}};  // stopped in the prelude
+    if (ran_out && *ran_out) return ShapedReply{*refusal, {}, {}, {}, {}, {}};
+    if (*offset == 0) return ShapedReply{replies.back(), {}, {}, {}, {}, {}};  // stopped in the prelude
     return inner->shape(replies.subspan(std::min(*offset, replies.size())));
   };
   return out;

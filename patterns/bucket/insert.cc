@@ -1,14 +1,18 @@
 // insert on a bucketed namespace -> one upsert per bucket on the bucket
 // collection, coalescing the batch (see bucket.h).
 //
-// Ordered inserts coalesce only runs of consecutive documents that share a
-// bucket, so the measurements stored are always a prefix of the client's
-// batch, as ordered semantics promise; unordered inserts coalesce the whole
-// batch.
+// The whole batch is coalesced, one statement per bucket, ordered inserts
+// included: after an ordered insert's first failed statement, the readings
+// after its first one that earlier statements stored are taken out again
+// (OrderedSteps), so that what is stored is always a prefix of the batch,
+// as ordered semantics promise. A batch whose readings do not each have an
+// _id of their own coalesces only runs of consecutive readings of a bucket.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,7 @@ namespace {
 struct Measurement {
   size_t index;  // in the client's batch
   std::span<const uint8_t> bytes;
+  int64_t size = 0;  // what it adds to the bucket's kBytesField
 };
 
 // A document's bytes as a bson_t for reading, on the caller's stack.
@@ -71,6 +76,7 @@ bool IsListed(const BucketRule& rule, std::string_view key) {
 // (the first of each name), the first field `fields` does not allow, and
 // the BSON bytes the bucket's array takes for it.
 struct ReadingFields {
+  std::optional<bson_iter_t> id;
   std::optional<bson_iter_t> time;
   std::vector<std::optional<bson_iter_t>> meta;       // in rule.meta_fields' order
   std::vector<std::optional<bson_iter_t>> summaries;  // in rule.summaries' order
@@ -87,6 +93,7 @@ bool Kept(const BucketRule& rule, std::string_view field, bool meta) {
 // Fills `out` (reused from reading to reading: no allocation after the
 // first).
 void ScanReading(const BucketRule& rule, const Reading& doc, ReadingFields& out) {
+  out.id.reset();
   out.time.reset();
   out.extra.reset();
   out.measurement_bytes = 5 + kElementOverhead;
@@ -104,11 +111,37 @@ void ScanReading(const BucketRule& rule, const Reading& doc, ReadingFields& out)
       if (!out.meta[i]) out.meta[i] = it;
     }
     if (!out.time && key == rule.time_field) out.time = it;
+    if (!out.id && key == "_id") out.id = it;
     for (size_t i = 0; i < rule.summaries.size(); ++i)
       if (!out.summaries[i] && key == rule.summaries[i].field) out.summaries[i] = it;
     if (Kept(rule, key, meta)) out.measurement_bytes += static_cast<int64_t>(it.next_off - it.off);  // type, key, value
     if (check_extra && !out.extra && !meta && !IsListed(rule, key)) out.extra = key;
   }
+}
+
+// An _id as $in matches it: numbers by value (1, 1L and 1.0 are one;
+// large longs may collide, which only makes a batch look less unique),
+// anything else by type and bytes.
+std::string IdKey(const bson_iter_t& id) {
+  if (BSON_ITER_HOLDS_NUMBER(&id)) return "n" + std::to_string(bson_iter_as_double(&id));
+  return std::string(1, static_cast<char>(bson_iter_type(&id))) +
+         std::string(reinterpret_cast<const char*>(id.raw + id.d1), id.next_off - id.d1);
+}
+
+// {meta..., start}: the bucket a whole-batch statement wrote (a missing
+// meta field as {$exists: false}).
+Doc BucketOwner(const BucketRule& rule, const Statement& st) {
+  Doc owner;
+  bson_iter_t it;
+  bson_iter_init(&it, st.meta.get());
+  while (bson_iter_next(&it)) AppendEquals(owner.mut(), bson_iter_key(&it), it);
+  for (const auto& missing : st.missing_meta) {
+    Doc absent;
+    BSON_APPEND_BOOL(absent.mut(), "$exists", false);
+    AppendDoc(owner.mut(), missing, absent);
+  }
+  bson_append_date_time(owner.mut(), rule.bucket_time_field.c_str(), -1, st.start_ms);
+  return owner;
 }
 
 // Checks one client document; fills the statement key on success.
@@ -401,7 +434,7 @@ std::vector<Statement> Coalesce(const BucketRule& rule,
       target = statements.size() - 1;
       open[c.key] = target;
     }
-    statements[target].measurements.push_back({i, docs[i]});
+    statements[target].measurements.push_back({i, docs[i], c.bytes});
     statements[target].bytes += c.bytes;
   }
   return statements;
@@ -420,9 +453,11 @@ ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) 
   size_t stored = 0;
   Doc last_write_concern_error;
   bool have_wce = false;
+  size_t ran = 0;  // replies to the client's statements; any after them took readings out
   for (size_t c = 0; c < shape.indexes.size(); ++c) {
     const auto& statements = shape.indexes[c];
     if (c >= replies.size()) break;  // not run: an earlier ordered command failed
+    ran = c + 1;
     std::map<size_t, std::pair<int, std::string>> failed;  // statement -> error
     size_t first_failure = statements.size();
     if (auto we = Find(replies[c].get(), "writeErrors"); we && BSON_ITER_HOLDS_ARRAY(&*we)) {
@@ -448,9 +483,19 @@ ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) 
         stored += statements[s].size();
       }
     }
+    if (shape.ordered && first_failure < statements.size()) break;
   }
   std::sort(errors.begin(), errors.end(), [](auto& a, auto& b) { return a.index < b.index; });
   if (shape.ordered && errors.size() > 1) errors.resize(1);
+  // Ordered: what is stored is the batch up to its first error (readings
+  // after it that a whole-batch statement stored were taken out again).
+  if (shape.ordered) stored = errors.empty() ? shape.batch_size : errors.front().index;
+  std::vector<std::string> warnings;
+  for (size_t k = ran; k < replies.size(); ++k) {
+    if (IsOkReply(replies[k]) && !Find(replies[k].get(), "writeErrors")) continue;
+    warnings.push_back("taking the readings after the first error of an ordered insert out of their buckets "
+                       "failed (" + replies[k].ToRelaxedJson() + "): some of them may be stored");
+  }
 
   ShapedReply out;
   bson_t* r = out.reply.mut();
@@ -476,7 +521,117 @@ ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) 
     }
   }
   BSON_APPEND_DOUBLE(r, "ok", 1.0);
+  out.warnings = std::move(warnings);
   return out;
+}
+
+// The first statement of `reply` with a write error, if any.
+std::optional<size_t> FirstWriteError(const Doc& reply) {
+  std::optional<size_t> first;
+  if (auto we = Find(reply.get(), "writeErrors"); we && BSON_ITER_HOLDS_ARRAY(&*we)) {
+    for (const Doc& e : ArrayDocuments(*we)) {
+      auto index = FindInteger(e.get(), "index");
+      if (index && *index >= 0 && (!first || static_cast<size_t>(*index) < *first)) first = static_cast<size_t>(*index);
+    }
+  }
+  return first;
+}
+
+// The statement that takes readings `removed` (their documents, each with
+// an _id) out of the bucket `owner`: $pull of their _ids from `m`, and $inc
+// of count, bytes (`bytes`, what they added) and sums by what they added.
+// min and max stay as they were: still bounds of what is left, which is
+// all that reads of the bucket ask of them. (A sum that took a NaN stays
+// NaN.)
+Doc TakeOut(const BucketRule& rule, const Doc& owner, const std::vector<std::span<const uint8_t>>& removed,
+            int64_t bytes) {
+  std::vector<Doc> ids;
+  std::vector<Accumulator> sums(rule.summaries.size());
+  for (std::span<const uint8_t> bytes_of : removed) {
+    Reading doc(bytes_of);
+    if (auto id = Find(doc.get(), "_id")) ids.push_back(Boxed(*id));
+    for (size_t s = 0; s < rule.summaries.size(); ++s)
+      if (auto v = Find(doc.get(), rule.summaries[s].field)) sums[s].Add(*v);
+  }
+  Doc q = owner, in, id_in, pull, inc, u;
+  {
+    Doc eq;
+    AppendValue(eq.mut(), "$eq", Unboxed(ids.front()));
+    AppendDoc(q.mut(), rule.measurements_field + "._id", eq);
+  }
+  {
+    bson_t list;
+    bson_append_array_begin(in.mut(), "$in", -1, &list);
+    for (size_t i = 0; i < ids.size(); ++i) AppendValue(&list, std::to_string(i), Unboxed(ids[i]));
+    bson_append_array_end(in.mut(), &list);
+  }
+  AppendDoc(id_in.mut(), "_id", in);
+  AppendDoc(pull.mut(), rule.measurements_field, id_in);
+  BSON_APPEND_INT32(inc.mut(), BucketRule::kCountField, -static_cast<int32_t>(ids.size()));
+  BSON_APPEND_INT32(inc.mut(), BucketRule::kBytesField, -static_cast<int32_t>(bytes));
+  for (size_t s = 0; s < rule.summaries.size(); ++s) {
+    if (!rule.summaries[s].sum || !sums[s].any_sum) continue;
+    const std::string path = std::string(BucketRule::kSumField) + "." + rule.summaries[s].field;
+    if (sums[s].integral) BSON_APPEND_INT64(inc.mut(), path.c_str(), -sums[s].int_sum);
+    else BSON_APPEND_DOUBLE(inc.mut(), path.c_str(), -static_cast<double>(sums[s].float_sum));
+  }
+  AppendDoc(u.mut(), "$pull", pull);
+  AppendDoc(u.mut(), "$inc", inc);
+  Doc statement;
+  AppendDoc(statement.mut(), "q", q);
+  AppendDoc(statement.mut(), "u", u);
+  BSON_APPEND_BOOL(statement.mut(), "multi", false);
+  return statement;
+}
+
+// An ordered insert coalesced across its batch: its backend commands one
+// after the other; after the first write error, the readings of the batch
+// after it that earlier statements stored are taken out again, so that
+// what is stored is the batch up to that error, as an ordered insert
+// promises.
+struct OrderedInsert {
+  BucketRule rule;
+  Command client;
+  std::vector<BackendCommand> batches;
+  std::vector<size_t> first_statement;             // per batch
+  std::vector<std::vector<size_t>> readings;       // per statement: client indexes
+  std::vector<std::vector<int64_t>> reading_bytes;  // per statement, per reading
+  std::vector<Doc> owners;                         // per statement
+  Doc documents;                                   // the client's, for their _ids
+};
+
+Continuation OrderedSteps(std::shared_ptr<OrderedInsert> run) {
+  return [run](std::span<const Doc> replies) -> Step {
+    const size_t c = replies.size() - 1;
+    std::optional<size_t> failed = FirstWriteError(replies.back());
+    if (!failed) {
+      if (c + 1 < run->batches.size()) return Step{{run->batches[c + 1]}, OrderedSteps(run)};
+      return Step{};
+    }
+    if (InTransaction(run->client)) return Step{};  // the backend aborted it: nothing is stored
+    const size_t failed_statement = run->first_statement[c] + *failed;
+    const std::vector<size_t>& failed_readings = run->readings[failed_statement];
+    const size_t first_error = *std::min_element(failed_readings.begin(), failed_readings.end());
+    std::vector<std::span<const uint8_t>> docs;
+    if (auto array = Find(run->documents.get(), "v")) docs = ArrayDocumentViews(*array);
+    std::vector<Doc> statements;
+    for (size_t s = 0; s < failed_statement; ++s) {
+      std::vector<std::span<const uint8_t>> removed;
+      int64_t bytes = 0;
+      for (size_t k = 0; k < run->readings[s].size(); ++k) {
+        const size_t index = run->readings[s][k];
+        if (index < first_error || index >= docs.size()) continue;
+        removed.push_back(docs[index]);
+        bytes += run->reading_bytes[s][k];
+      }
+      if (!removed.empty()) statements.push_back(TakeOut(run->rule, run->owners[s], removed, bytes));
+    }
+    if (statements.empty()) return Step{};
+    BackendCommand take_out =
+        UpdateCommand(run->client, ArgumentTarget::kPreparatoryWrite, run->rule.buckets, false, statements);
+    take_out.may_fail = true;
+    return Step{{std::move(take_out)}, nullptr};
+  };
 }
 
 }  // namespace
@@ -488,11 +643,18 @@ BucketUpserts PlanBucketUpserts(const BucketRule& rule, const std::string& who,
   std::vector<std::optional<Statement>> classified(docs.size());
   size_t accepted_end = docs.size();
   ReadingFields fields;
+  // Whole-batch statements for an ordered insert need every reading's _id
+  // to be its own: a reading after the first error is taken out by it.
+  std::set<std::string> ids;
+  bool ids_unique = true;
   for (size_t i = 0; i < docs.size(); ++i) {
     Statement st;
     Reading doc(docs[i]);
     std::optional<RejectedReading> rejection;
     ScanReading(rule, doc, fields);
+    if (ordered && ids_unique) {
+      ids_unique = fields.id.has_value() && ids.insert(IdKey(*fields.id)).second;
+    }
     if (auto error = Classify(rule, who, fields, st)) {
       rejection = RejectedReading{i, error_codes::kBadValue.value, *error};
     } else {
@@ -515,7 +677,8 @@ BucketUpserts PlanBucketUpserts(const BucketRule& rule, const std::string& who,
     }
     classified[i] = std::move(st);
   }
-  for (const Statement& st : Coalesce(rule, docs, classified, accepted_end, ordered)) {
+  out.whole_batch = ordered && ids_unique;
+  for (const Statement& st : Coalesce(rule, docs, classified, accepted_end, ordered && !out.whole_batch)) {
     Doc statement = BuildStatement(rule, st);
     if (statement.bytes().size() > static_cast<size_t>(caps.max_bson_object_size)) {
       out.too_large = who + ": the upsert of one bucket in this batch exceeds the maximum document size "
@@ -526,6 +689,12 @@ BucketUpserts PlanBucketUpserts(const BucketRule& rule, const std::string& who,
     for (const auto& m : st.measurements) indexes.push_back(m.index);
     out.readings.push_back(std::move(indexes));
     out.statements.push_back(std::move(statement));
+    if (out.whole_batch) {
+      out.owners.push_back(BucketOwner(rule, st));
+      std::vector<int64_t> sizes;
+      for (const auto& m : st.measurements) sizes.push_back(m.size);
+      out.reading_bytes.push_back(std::move(sizes));
+    }
   }
   return out;
 }
@@ -574,10 +743,28 @@ Plan RewriteBucketInsert(const Command& command, const BucketRule& rule, const s
             "one command; send fewer documents per insert"));
 
   plan.ensure.push_back(EnsureBucketIndex(rule));
-  for (auto& batch : batches)
-    plan.commands.push_back(
-        UpdateCommand(command, ArgumentTarget::kWrite, rule.buckets, ordered, std::move(batch)));
-  plan.stop_on_write_errors = ordered;
+  if (ordered && upserts.whole_batch) {
+    auto run = std::make_shared<OrderedInsert>();
+    run->rule = rule;
+    run->client = command;
+    for (auto& batch : batches) {
+      run->first_statement.push_back(run->readings.size());
+      for (size_t k = 0; k < batch.size(); ++k) run->readings.push_back(shape.indexes[run->first_statement.size() - 1][k]);
+      run->batches.push_back(UpdateCommand(command, ArgumentTarget::kWrite, rule.buckets, true, std::move(batch)));
+    }
+    run->reading_bytes = std::move(upserts.reading_bytes);
+    run->owners = std::move(upserts.owners);
+    AppendValue(run->documents.mut(), "v", *documents_iter);
+    if (!run->batches.empty()) {
+      plan.commands.push_back(run->batches.front());
+      plan.then = OrderedSteps(run);
+    }
+  } else {
+    for (auto& batch : batches)
+      plan.commands.push_back(
+          UpdateCommand(command, ArgumentTarget::kWrite, rule.buckets, ordered, std::move(batch)));
+    plan.stop_on_write_errors = ordered;
+  }
   plan.shape = [shape = std::move(shape)](std::span<const Doc> replies) {
     return ShapeInsert(shape, replies);
   };

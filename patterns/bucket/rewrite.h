@@ -47,11 +47,22 @@ struct RejectedReading {
 // readings refused (with `ordered`, the first refusal ends the batch).
 // `too_large` says why nothing can be stored when one upsert exceeds the
 // maximum document size.
+//
+// Unordered, and ordered when every reading has an _id of its own in the
+// batch (`whole_batch`), one statement per bucket takes the readings of the
+// whole batch, in the order of each bucket's first reading; ordered
+// otherwise, runs of consecutive readings of one bucket. For whole-batch
+// statements, `owners` ({meta..., start} of each statement's bucket) and
+// `reading_bytes` (what each reading added to the bucket's `bytes`) let a
+// failed ordered insert take readings after its first error out again.
 struct BucketUpserts {
   std::vector<Doc> statements;
   std::vector<std::vector<size_t>> readings;
   std::vector<RejectedReading> rejected;
   std::optional<std::string> too_large;
+  bool whole_batch = false;
+  std::vector<Doc> owners;
+  std::vector<std::vector<int64_t>> reading_bytes;
 };
 BucketUpserts PlanBucketUpserts(const BucketRule& rule, const std::string& who,
                                 const std::vector<std::span<const uint8_t>>& docs, bool ordered,

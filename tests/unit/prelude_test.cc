@@ -31,7 +31,7 @@ std::string NameOf(const BackendCommand& command) {
 Plan Client() {
   Plan plan;
   plan.commands.push_back(Named("client"));
-  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.back(), {}, {}, {}, {}}; };
+  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.back(), {}, {}, {}, {}, {}}; };
   return plan;
 }
 

@@ -917,6 +917,44 @@ def test_backend_write_errors_map_to_client_indexes(bucket_db, rules_remold, dir
     assert stored() == ["s1-0", "s1-11", "s1-2", "s2-3", "s3-20"]
 
 
+def test_ordered_whole_batch_failure_takes_later_readings_out(bucket_db, rules_remold, direct_client,
+                                                              make_client):
+    """An ordered insert is coalesced across its batch (one statement per
+    bucket); when a bucket's statement fails, the readings after its first
+    one that an earlier statement stored are taken out of their bucket
+    again (count, bytes and sums too): the client gets exactly what an
+    ordered insert reports, and exactly that is stored."""
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    coll = make_client(remold.uri)[bucket_db]["readings"]
+    buckets = direct_client[bucket_db]["readings_buckets"]
+    buckets.insert_one({"sensor": "broken", "start": T0, "m": "not an array", "count": 0, "bytes": 0})
+
+    def r(sensor, i, temp):
+        return {"_id": f"{sensor}-{i}", "sensor": sensor, "at": T0 + i * MINUTE, "temp": temp}
+
+    coll.insert_many([r("s1", 0, 5.5), r("s1", 1, 7)])
+    before = buckets.find_one({"sensor": "s1"})
+    # s1 (2, 4, 5) and broken (3), in the order of their first readings;
+    # broken fails: 4 and 5 were stored in s1's bucket and are taken out.
+    with pytest.raises(BulkWriteError) as info:
+        coll.insert_many([r("s1", 2, 1.25), r("broken", 3, 0), r("s1", 4, -40), r("s1", 5, 99)])
+    assert info.value.details["nInserted"] == 1
+    assert [e["index"] for e in info.value.details["writeErrors"]] == [1]
+    assert sorted(d["_id"] for d in coll.find({"sensor": "s1"})) == ["s1-0", "s1-1", "s1-2"]
+    bucket = buckets.find_one({"sensor": "s1"})
+    assert [m["_id"] for m in bucket["m"]] == ["s1-0", "s1-1", "s1-2"]
+    assert bucket["count"] == 3
+    assert math.isclose(bucket["sum"]["temp"], 5.5 + 7 + 1.25, rel_tol=REL_TOL)
+    # min and max stay as they were: still bounds of what is left.
+    assert bucket["min"]["temp"] <= 1.25 and bucket["max"]["temp"] >= 7
+    # bytes: what the three readings take, as if 4 and 5 never came.
+    one_more = bucket["bytes"] - before["bytes"]
+    assert 0 < one_more < 60, bucket["bytes"]
+    # The bucket takes readings again as usual.
+    coll.insert_many([r("s1", 6, 8)])
+    assert buckets.find_one({"sensor": "s1"})["count"] == 4
+
+
 def test_max_count_starts_new_buckets_and_loses_nothing(bucket_db, rules_remold, direct_client,
                                                         make_client):
     remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets",
