@@ -609,7 +609,9 @@ Continuation OrderedSteps(std::shared_ptr<OrderedInsert> run) {
       return Step{};
     }
     if (InTransaction(run->client)) return Step{};  // the backend aborted it: nothing is stored
+    if (c >= run->first_statement.size()) return Step{};
     const size_t failed_statement = run->first_statement[c] + *failed;
+    if (failed_statement >= run->readings.size() || run->readings[failed_statement].empty()) return Step{};
     const std::vector<size_t>& failed_readings = run->readings[failed_statement];
     const size_t first_error = *std::min_element(failed_readings.begin(), failed_readings.end());
     std::vector<std::span<const uint8_t>> docs;
