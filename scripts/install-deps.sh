@@ -12,7 +12,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libboost1.74-dev libbson-dev libmongoc-dev libssl-dev openssl
   libspdlog-dev libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libsnappy-dev zlib1g-dev libzstd-dev
+  libsnappy-dev zlib1g-dev libzstd-dev libgoogle-perftools-dev
   clang-14 libclang-rt-14-dev libfuzzer-14-dev
   maven openjdk-17-jdk-headless python3-venv ca-certificates
 )
