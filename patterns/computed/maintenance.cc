@@ -230,6 +230,19 @@ Doc AggregateMaintenance::LinkFilter(const Target& target) const {
   return q;
 }
 
+BackendCommand AggregateMaintenance::ReadTargets(size_t t, const Doc& projection) const {
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", aggregate_.target.collection);
+  AppendDoc(body, "filter", LinkFilter(targets_[t]));
+  AppendDoc(body, "projection", projection);
+  BSON_APPEND_INT32(body, "batchSize", kTargetsFilled);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client_, ArgumentTarget::kRead, aggregate_.target.db, body);
+  read.may_fail = true;
+  return read;
+}
+
 Doc AggregateMaintenance::MainUpdate(const Target& target) const {
   Doc inc, max, min;
   for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
@@ -529,20 +542,11 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
 void AggregateMaintenance::ScheduleRecomputeFromTarget(CommandQueue& queue, size_t t, size_t i, int round,
                                                        int attempt) {
   const std::vector<size_t> follower_fields = Followers(i);
-  BackendCommand read;
-  bson_t* body = read.body.mut();
-  AppendString(body, "find", aggregate_.target.collection);
-  AppendDoc(body, "filter", LinkFilter(targets_[t]));
   Doc projection;
   BSON_APPEND_INT32(projection.mut(), "_id", 0);
   BSON_APPEND_INT32(projection.mut(), aggregate_.fields[i].field.c_str(), 1);
   for (size_t f : follower_fields) BSON_APPEND_INT32(projection.mut(), aggregate_.fields[f].field.c_str(), 1);
-  AppendDoc(body, "projection", projection);
-  BSON_APPEND_INT32(body, "batchSize", kTargetsFilled);
-  BSON_APPEND_BOOL(body, "singleBatch", true);
-  SealCommand(client_, ArgumentTarget::kRead, aggregate_.target.db, body);
-  read.may_fail = true;
-  queue.Push(std::move(read), [this, &queue, t, i, round, attempt, follower_fields](const Doc& reply) {
+  queue.Push(ReadTargets(t, projection), [this, &queue, t, i, round, attempt, follower_fields](const Doc& reply) {
     if (!IsOkReply(reply)) {
       if (attempt < kReadAttempts && !InTransaction(client_))
         return ScheduleRecomputeFromTarget(queue, t, i, round, attempt + 1);
@@ -801,19 +805,10 @@ void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
 // lost its guard to another writer, is followed by another, which ends the
 // loop when nothing differs.
 void AggregateMaintenance::ScheduleFill(CommandQueue& queue, size_t t, int round, int attempt) {
-  BackendCommand read;
-  bson_t* body = read.body.mut();
-  AppendString(body, "find", aggregate_.target.collection);
-  AppendDoc(body, "filter", LinkFilter(targets_[t]));
   Doc projection;
   BSON_APPEND_INT32(projection.mut(), "_id", 1);
   for (const MaintainedField& field : aggregate_.fields) BSON_APPEND_INT32(projection.mut(), field.field.c_str(), 1);
-  AppendDoc(body, "projection", projection);
-  BSON_APPEND_INT32(body, "batchSize", kTargetsFilled);
-  BSON_APPEND_BOOL(body, "singleBatch", true);
-  SealCommand(client_, ArgumentTarget::kRead, aggregate_.target.db, body);
-  read.may_fail = true;
-  queue.Push(std::move(read), [this, &queue, t, round, attempt](const Doc& reply) {
+  queue.Push(ReadTargets(t, projection), [this, &queue, t, round, attempt](const Doc& reply) {
     if (!IsOkReply(reply)) {
       if (attempt < kReadAttempts && !InTransaction(client_)) return ScheduleFill(queue, t, round, attempt + 1);
       return WarnOnFailure(reply, "reading the targets to fill");

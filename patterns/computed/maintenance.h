@@ -91,6 +91,9 @@ class AggregateMaintenance : public Follower {
   void Remove(Target& target, size_t field, const bson_t* doc);
 
   Doc LinkFilter(const Target& target) const;
+  // {find: target, filter: LinkFilter, projection, singleBatch}: what the
+  // targets of link `t` hold (up to kTargetsFilled of them).
+  BackendCommand ReadTargets(size_t t, const Doc& projection) const;
   Doc MainUpdate(const Target& target) const;
   BackendCommand UpdateCommand(const std::vector<Doc>& statements) const;
   // `expected`: {v: value} the target must still hold, or empty: absent.
