@@ -30,7 +30,7 @@ constexpr int kRejected = 2;  // configuration, rules or TLS files
 
 tcp::endpoint ResolveListen(const HostAndPort& listen) {
   asio::io_context context;
-  tcp::resolver resolver(context);
+  Resolver resolver(context);
   auto results = resolver.resolve(listen.host, std::to_string(listen.port), tcp::resolver::passive);
   return results.begin()->endpoint();
 }

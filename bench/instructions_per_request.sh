@@ -3,7 +3,10 @@
 # throughput is noisy: remold runs under callgrind (--threads 1) in front of
 # mongo-java-server, serves N1 then N2 requests in two runs, and the
 # difference of the totals divided by N2 - N1 is printed. Every thread of
-# the process counts, the backend monitor's included.
+# the process counts, the backend monitor's included. A find_by_id is
+# counted twice: with no rules, and with a rule loaded (for another
+# collection: every command is then looked at for rules), each against the
+# budget of 6,000 instructions (REMOLD_IR_BUDGET).
 #
 # Usage: bash bench/instructions_per_request.sh [BUILD_DIR] [URI_OPTIONS]
 #   URI_OPTIONS is appended to the backend URI after '?', for example
@@ -18,6 +21,7 @@ BUILD=${1:-build}
 [[ $BUILD = /* ]] || BUILD=$PWD/$BUILD
 OPTIONS=${2:-}
 OP=${REMOLD_IR_OP:-find_by_id}
+BUDGET=${REMOLD_IR_BUDGET:-6000}
 case $OP in
   find_by_id) N1=${REMOLD_IR_N1:-200}; N2=${REMOLD_IR_N2:-2200}; PER=1 ;;
   bucket_insert) N1=${REMOLD_IR_N1:-2}; N2=${REMOLD_IR_N2:-22}; PER=1000 ;;
@@ -57,13 +61,15 @@ bucket:
     temp: [sum, min, max]
 YAML
 
-# total_instructions N: remold under callgrind serving N find_by_id (or N
-# batches of readings).
+mkdir -p "$WORK/no-rules"
+
+# total_instructions N RULES_DIR: remold under callgrind serving N
+# find_by_id (or N batches of readings).
 total_instructions() {
   rm -f "$WORK"/callgrind.*
   valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.%p" \
     "$BUILD/remold" serve --threads 1 --backend "$URI" --listen 127.0.0.1:0 --log-level warn \
-    --rules "$WORK/rules" \
+    --rules "$2" \
     > "$WORK/remold.out" 2> "$WORK/remold.err" &
   local pid=$!
   for _ in $(seq 300); do grep -q '^remold listening on ' "$WORK/remold.out" 2>/dev/null && break; sleep 0.1; done
@@ -96,14 +102,21 @@ with wire.connect("127.0.0.1", port) as sock:
 PY
   )
   kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
-  grep -h '^summary\|^totals' "$WORK"/callgrind.* | awk '{total += $2} END {print total}'
+  grep -h '^summary:' "$WORK"/callgrind.* | awk '{total += $2} END {print total}'
 }
 
-first=$(total_instructions "$N1")
-second=$(total_instructions "$N2")
 echo "backend $URI"
 if [[ $OP = find_by_id ]]; then
-  echo "instructions per find_by_id: $(( (second - first) / (N2 - N1) )) ($N1 requests: $first, $N2 requests: $second)"
+  for rules in no-rules rules; do
+    first=$(total_instructions "$N1" "$WORK/$rules")
+    second=$(total_instructions "$N2" "$WORK/$rules")
+    per=$(( (second - first) / (N2 - N1) ))
+    verdict=$([[ $per -le $BUDGET ]] && echo "within" || echo "over")
+    label=$([[ $rules = rules ]] && echo "a rule loaded" || echo "no rules")
+    echo "instructions per find_by_id, $label: $per ($verdict the budget of $BUDGET; $N1 requests: $first, $N2 requests: $second)"
+  done
 else
+  first=$(total_instructions "$N1" "$WORK/rules")
+  second=$(total_instructions "$N2" "$WORK/rules")
   echo "instructions per reading of bucket ingest: $(( (second - first) / ((N2 - N1) * PER) )) ($N1 batches of $PER: $first, $N2 batches: $second)"
 fi

@@ -16,7 +16,7 @@ awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
     co_return nullptr;
   }
   boost::system::error_code ec;
-  tcp::resolver resolver(executor);
+  Resolver resolver(executor);
   auto endpoints = co_await resolver.async_resolve(target.host, std::to_string(target.port),
                                                    asio::redirect_error(use_awaitable, ec));
   if (ec) {
@@ -25,8 +25,8 @@ awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
   }
   // One budget, the connect timeout, for the TCP connection and the TLS
   // handshake together.
-  tcp::socket socket(executor);
-  tcp::socket* open = &socket;  // the stream's once it owns the socket
+  Socket socket(executor);
+  Socket* open = &socket;  // the stream's once it owns the socket
   Deadline deadline(executor, options.connect_timeout, [&open] {
     boost::system::error_code ignored;
     open->close(ignored);

@@ -150,7 +150,7 @@ awaitable<BackendLinks::Choice> BackendLinks::Use(const std::optional<RequestRou
     if (!deadline) deadline = Clock::now() + shared_.backend.server_selection_timeout;
     if (Clock::now() >= *deadline) co_return Choice::kNoMember;
     const auto executor = co_await asio::this_coro::executor;
-    asio::steady_timer pause(executor, std::chrono::milliseconds(held->scanned ? 20 : 2));
+    SteadyTimer pause(executor, std::chrono::milliseconds(held->scanned ? 20 : 2));
     boost::system::error_code ignored;
     co_await pause.async_wait(asio::redirect_error(use_awaitable, ignored));
   }

@@ -18,7 +18,7 @@ std::string BackendProbe::last_error() const {
 awaitable<bool> BackendProbe::TryHost(const HostAndPort& target, std::string& error) {
   const std::string name = target.host + ":" + std::to_string(target.port);
   boost::system::error_code ec;
-  tcp::resolver resolver(context_);
+  Resolver resolver(context_);
   auto endpoints = co_await resolver.async_resolve(target.host, std::to_string(target.port),
                                                    asio::redirect_error(use_awaitable, ec));
   if (ec) {
@@ -26,8 +26,8 @@ awaitable<bool> BackendProbe::TryHost(const HostAndPort& target, std::string& er
     co_return false;
   }
   // Shared with the deadline's handler, which may run after this frame ends.
-  auto socket = std::make_shared<tcp::socket>(context_);
-  asio::steady_timer deadline(context_, timeout_);
+  auto socket = std::make_shared<Socket>(context_);
+  SteadyTimer deadline(context_, timeout_);
   deadline.async_wait([socket](boost::system::error_code wait_ec) {
     if (!wait_ec) {
       boost::system::error_code ignored;
@@ -39,13 +39,13 @@ awaitable<bool> BackendProbe::TryHost(const HostAndPort& target, std::string& er
   const bool connected = !ec && socket->is_open();
   if (!connected) error = name + ": " + (ec && socket->is_open() ? ec.message() : "timed out");
   boost::system::error_code ignored;
-  socket->shutdown(tcp::socket::shutdown_both, ignored);
+  socket->shutdown(Socket::shutdown_both, ignored);
   socket->close(ignored);
   co_return connected;
 }
 
 awaitable<void> BackendProbe::Loop() {
-  asio::steady_timer timer(context_);
+  SteadyTimer timer(context_);
   for (;;) {
     bool reachable = false;
     std::string errors;

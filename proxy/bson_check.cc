@@ -2,6 +2,7 @@
 
 #include <bson/bson.h>
 
+#include <cstring>
 #include <string>
 
 #include "proxy/byte_io.h"
@@ -24,37 +25,137 @@ constexpr int kMaxNestingDepth = 200;
 
 enum class Walk { kOk, kCorrupt, kTooDeep };
 
-// Every element of `doc`, recursively, with bson_iter_next's bounds checks.
+Walk WalkDocument(const uint8_t* data, size_t len, int depth);
+
+// Where the element of `type` whose value starts at `o` ends, or 0 if it is
+// corrupt; a nested document (or a code-with-scope's scope) is put in
+// `nested`, for the caller to walk. The checks are those of libbson's
+// bson_iter_next (1.23), so a document that passes is one every bson_iter
+// over it reads to the end.
+size_t ElementEnd(const uint8_t* data, size_t len, uint8_t type, size_t o,
+                  std::span<const uint8_t>* nested) {
+  size_t next = 0;
+  switch (type) {
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DATE_TIME:
+    case BSON_TYPE_TIMESTAMP:
+    case BSON_TYPE_INT64:
+      next = o + 8;
+      break;
+    case BSON_TYPE_INT32:
+      next = o + 4;
+      break;
+    case BSON_TYPE_DECIMAL128:
+      next = o + 16;
+      break;
+    case BSON_TYPE_OID:
+      next = o + 12;
+      break;
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY:
+      next = o;
+      break;
+    case BSON_TYPE_BOOL:
+      if (o >= len || data[o] > 1) return 0;
+      next = o + 1;
+      break;
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_CODE:
+    case BSON_TYPE_SYMBOL: {  // int32 size (NUL included), bytes, NUL
+      if (o + 4 >= len) return 0;
+      const size_t l = LoadUint32(data + o);
+      if (l == 0 || l > len - (o + 4) || data[o + 4 + l - 1] != 0) return 0;
+      next = o + 4 + l;
+      break;
+    }
+    case BSON_TYPE_BINARY: {  // int32 size, subtype, bytes
+      if (o + 4 >= len) return 0;
+      const size_t l = LoadUint32(data + o);
+      if (l >= len - o - 4) return 0;
+      // Subtype 2 (old binary) repeats the size, minus its own 4 bytes.
+      if (data[o + 4] == BSON_SUBTYPE_BINARY_DEPRECATED &&
+          (l < 4 || int64_t{LoadInt32(data + o + 5)} + 4 != static_cast<int64_t>(l)))
+        return 0;
+      next = o + 5 + l;
+      break;
+    }
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY: {
+      if (o + 4 >= len) return 0;
+      const size_t l = LoadUint32(data + o);
+      if (l > len - o) return 0;
+      next = o + l;
+      *nested = {data + o, l};
+      break;
+    }
+    case BSON_TYPE_REGEX: {  // pattern and options, two cstrings
+      const void* pattern_end = std::memchr(data + o, 0, len - o);
+      if (!pattern_end) return 0;
+      const size_t options = static_cast<const uint8_t*>(pattern_end) - data + 1;
+      const void* options_end = options < len ? std::memchr(data + options, 0, len - options) : nullptr;
+      if (!options_end) return 0;
+      next = static_cast<const uint8_t*>(options_end) - data + 1;
+      break;
+    }
+    case BSON_TYPE_DBPOINTER: {  // string, then a 12-byte ObjectId
+      if (o + 4 >= len) return 0;
+      const size_t l = LoadUint32(data + o);
+      if (l == 0 || l > len - o - 4 || data[o + l + 3] != 0) return 0;
+      next = o + 4 + l + 12;
+      break;
+    }
+    case BSON_TYPE_CODEWSCOPE: {  // int32 total, string code, document scope
+      if (len < 19 || o + 14 >= len) return 0;
+      const size_t total = LoadUint32(data + o);
+      if (total < 14 || total >= len - o) return 0;
+      next = o + total;
+      const size_t code = LoadUint32(data + o + 4);
+      if (code == 0 || code >= len - o - 8 || o + 8 + code + 4 >= next) return 0;
+      const size_t scope = o + 8 + code;
+      const size_t scope_length = LoadUint32(data + scope);
+      if (scope + scope_length != next) return 0;
+      *nested = {data + scope, scope_length};
+      break;
+    }
+    default:  // EOD inside the document, or a type BSON does not have
+      return 0;
+  }
+  return next < len ? next : 0;
+}
+
+// Every element of `doc`, recursively, without libbson's iterator (which
+// costs about five times as much per request, measured with callgrind).
 // (bson_validate is not used: it stops silently, reporting success, at the
 // first string that is not UTF-8, and it recurses without a depth limit.)
-Walk WalkDocument(const uint8_t* data, uint32_t length, int depth) {
+Walk WalkDocument(const uint8_t* data, size_t len, int depth) {
   if (depth > kMaxNestingDepth) return Walk::kTooDeep;
-  bson_t doc;
-  bson_iter_t iter;
-  if (!bson_init_static(&doc, data, length) || !bson_iter_init(&iter, &doc)) return Walk::kCorrupt;
-  while (bson_iter_next(&iter)) {
-    uint32_t child_length = 0;
-    const uint8_t* child = nullptr;
-    if (BSON_ITER_HOLDS_DOCUMENT(&iter)) bson_iter_document(&iter, &child_length, &child);
-    else if (BSON_ITER_HOLDS_ARRAY(&iter)) bson_iter_array(&iter, &child_length, &child);
-    else if (BSON_ITER_HOLDS_CODEWSCOPE(&iter)) bson_iter_codewscope(&iter, nullptr, &child_length, &child);
-    else continue;
-    if (!child) return Walk::kCorrupt;
-    if (Walk w = WalkDocument(child, child_length, depth + 1); w != Walk::kOk) return w;
+  if (len < 5 || LoadUint32(data) != len || data[len - 1] != 0) return Walk::kCorrupt;
+  size_t off = 4;
+  while (off != len - 1) {  // the document's own NUL
+    const uint8_t type = data[off];
+    const void* key_end = std::memchr(data + off + 1, 0, len - off - 1);
+    const size_t value = static_cast<const uint8_t*>(key_end) - data + 1;  // found: data[len-1] is 0
+    std::span<const uint8_t> nested;
+    const size_t next = ElementEnd(data, len, type, value, &nested);
+    if (next == 0) return Walk::kCorrupt;
+    if (nested.data())
+      if (Walk w = WalkDocument(nested.data(), nested.size(), depth + 1); w != Walk::kOk) return w;
+    off = next;
   }
-  return iter.err_off == 0 ? Walk::kOk : Walk::kCorrupt;
+  return Walk::kOk;
 }
 
 }  // namespace
 
 std::optional<WireError> ValidateDocument(std::span<const uint8_t> doc) {
-  bson_t b;
-  if (doc.size() < 5 || !bson_init_static(&b, doc.data(), doc.size()))
+  if (doc.size() < 5 || LoadUint32(doc.data()) != doc.size() || doc.back() != 0)
     return InvalidBson("document length prefix or terminator is invalid");
   if (doc.size() > static_cast<size_t>(kMaxBsonObjectSize) + 16 * 1024)
     return WireError{error_codes::kBSONObjectTooLarge,
                      "document exceeds the maximum BSON size", false};
-  switch (WalkDocument(doc.data(), static_cast<uint32_t>(doc.size()), 0)) {
+  switch (WalkDocument(doc.data(), doc.size(), 0)) {
     case Walk::kOk: return std::nullopt;
     case Walk::kTooDeep: return InvalidBson("document nesting exceeds the maximum depth");
     case Walk::kCorrupt: break;

@@ -149,7 +149,7 @@ void RaiseFileLimit(int max_connections) {
                  max_connections, needed, static_cast<uint64_t>(limit.rlim_cur));
 }
 
-void RefuseConnection(tcp::socket socket, const ConnectionPolicy& policy) {
+void RefuseConnection(Socket socket, const ConnectionPolicy& policy) {
   auto stream = std::make_unique<MessageStream>(std::move(socket));
   const int limit = policy.limits.max_connections;
   if (pending_refusals.load() >= kMaxPendingRefusals) {

@@ -91,6 +91,6 @@ void RaiseFileLimit(int max_connections);
 
 // A connection accepted past max_connections: answered and closed in the
 // background on the socket's executor, as described above.
-void RefuseConnection(tcp::socket socket, const ConnectionPolicy& policy);
+void RefuseConnection(Socket socket, const ConnectionPolicy& policy);
 
 }  // namespace remold

@@ -49,7 +49,7 @@ class Deadline {
   struct State {
     template <typename Executor>
     explicit State(const Executor& executor) : timer(executor) {}
-    asio::steady_timer timer;
+    SteadyTimer timer;
     std::function<void()> on_expiry;
     bool expired = false;
   };

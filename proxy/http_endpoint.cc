@@ -115,7 +115,7 @@ HttpResponse HttpEndpoint::Respond(const HttpRequestHead& head) const {
 awaitable<void> HttpEndpoint::AcceptLoop() {
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(use_awaitable, ec));
+    Socket socket = co_await acceptor_.async_accept(asio::redirect_error(use_awaitable, ec));
     if (ec) {
       if (!acceptor_.is_open() || ec == asio::error::operation_aborted) co_return;
       spdlog::warn("http: accept failed: {}", ec.message());
@@ -129,7 +129,7 @@ awaitable<void> HttpEndpoint::AcceptLoop() {
   }
 }
 
-awaitable<void> HttpEndpoint::Serve(tcp::socket accepted) {
+awaitable<void> HttpEndpoint::Serve(Socket accepted) {
   std::shared_ptr<int> connections = connections_;
   ++*connections;
   struct Release {
@@ -138,8 +138,8 @@ awaitable<void> HttpEndpoint::Serve(tcp::socket accepted) {
   } release{connections};
 
   // Shared with the deadline's handler, which may outlive this frame.
-  auto socket = std::make_shared<tcp::socket>(std::move(accepted));
-  asio::steady_timer deadline(context_, kExchangeTimeout);
+  auto socket = std::make_shared<Socket>(std::move(accepted));
+  SteadyTimer deadline(context_, kExchangeTimeout);
   deadline.async_wait([socket](boost::system::error_code ec) {
     if (!ec) {
       boost::system::error_code ignored;
@@ -180,7 +180,7 @@ awaitable<void> HttpEndpoint::Serve(tcp::socket accepted) {
   boost::system::error_code ec;
   co_await asio::async_write(*socket, asio::buffer(bytes), asio::redirect_error(use_awaitable, ec));
   deadline.cancel();
-  socket->shutdown(tcp::socket::shutdown_both, ec);
+  socket->shutdown(Socket::shutdown_both, ec);
   socket->close(ec);
 }
 

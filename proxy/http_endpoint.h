@@ -65,10 +65,10 @@ class HttpEndpoint {
 
  private:
   awaitable<void> AcceptLoop();
-  awaitable<void> Serve(tcp::socket socket);
+  awaitable<void> Serve(Socket socket);
 
   asio::io_context& context_;
-  tcp::acceptor acceptor_;
+  Acceptor acceptor_;
   std::map<std::string, HttpHandler, std::less<>> routes_;
   std::shared_ptr<int> connections_;  // open connections; shared with their coroutines
 };

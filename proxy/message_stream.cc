@@ -26,17 +26,49 @@ constexpr size_t kCompressedPrefixSize = wire::kHeaderSize + 9;
 
 awaitable<ReadStatus> MessageStream::Read(std::vector<uint8_t>& out) {
   if (tls_) return ReadTls(out);
-  return ReadFrom<tcp::socket>(out);
+  return ReadFrom<Socket>(out);
 }
 
 awaitable<bool> MessageStream::Write(std::span<const uint8_t> message) {
   if (tls_) return WriteTls(message);
-  return WriteTo<tcp::socket>(message);
+  return WriteTo<Socket>(message);
 }
 
 awaitable<bool> MessageStream::DiscardRejected() {
   if (tls_) return DiscardRejectedTls();
-  return DiscardRejectedFrom<tcp::socket>();
+  return DiscardRejectedFrom<Socket>();
+}
+
+std::optional<std::span<const uint8_t>> MessageStream::WriteNow(std::span<const uint8_t> message) {
+  if (tls_) return message;
+  const std::optional<size_t> sent = SendWithoutWaiting(message);
+  if (!sent) return std::nullopt;
+  return message.subspan(*sent);
+}
+
+void MessageStream::MakeRoomFor(size_t bytes) {
+  if (begin_ == end_) begin_ = end_ = 0;
+  if (buffer_.size() - begin_ < bytes) {
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+}
+
+std::optional<size_t> MessageStream::SendWithoutWaiting(std::span<const uint8_t> message) {
+  size_t sent = 0;
+  while (sent < message.size()) {
+    const ssize_t n = ::send(socket_.native_handle(), message.data() + sent, message.size() - sent,
+                             MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    return std::nullopt;
+  }
+  return sent;
 }
 
 ReadStatus MessageStream::RejectBuffered(int32_t length) {
@@ -81,7 +113,7 @@ bool MessageStream::PeerClosed() {
 
 void MessageStream::Close() {
   boost::system::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.shutdown(Socket::shutdown_both, ignored);
   socket_.close(ignored);
 }
 

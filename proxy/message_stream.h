@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,7 +38,7 @@ enum class TlsRole { kServer, kClient };
 
 class MessageStream {
  public:
-  explicit MessageStream(tcp::socket socket);
+  explicit MessageStream(Socket socket);
   ~MessageStream();
   MessageStream(const MessageStream&) = delete;
   MessageStream& operator=(const MessageStream&) = delete;
@@ -53,6 +54,11 @@ class MessageStream {
   awaitable<ReadStatus> Read(std::vector<uint8_t>& out);
   // Returns false when the peer is gone.
   awaitable<bool> Write(std::span<const uint8_t> message);
+  // The start of Write() without a coroutine, for the hot path: on plain
+  // TCP, sends what the socket takes at once. Returns what is left for
+  // Write() (empty when all of it went out; all of it over TLS), or nullopt
+  // when the peer is gone.
+  std::optional<std::span<const uint8_t>> WriteNow(std::span<const uint8_t> message);
 
   // Messages declaring more bytes than this (at most the wire limit) are
   // kTooLarge; so is an OP_COMPRESSED whose uncompressed message would be.
@@ -87,7 +93,7 @@ class MessageStream {
   // flight.
   bool PeerClosed();
 
-  tcp::socket& socket() { return socket_; }
+  Socket& socket() { return socket_; }
   void Close();
 
  private:
@@ -95,7 +101,7 @@ class MessageStream {
   struct IdleWatch;
   class IdleScope;
 
-  // Defined in message_stream_io.h; instantiated for tcp::socket
+  // Defined in message_stream_io.h; instantiated for Socket
   // (message_stream.cc) and the TLS stream (message_stream_tls.cc).
   template <typename Stream>
   Stream& StreamOf();
@@ -111,12 +117,17 @@ class MessageStream {
   awaitable<ReadStatus> ReadTls(std::vector<uint8_t>& out);
   awaitable<bool> WriteTls(std::span<const uint8_t> message);
   awaitable<bool> DiscardRejectedTls();
+  // Sends what the plain socket takes at once; the bytes sent, or nullopt
+  // when the connection has failed.
+  std::optional<size_t> SendWithoutWaiting(std::span<const uint8_t> message);
+  // Moves buffered bytes to the front if `bytes` would not fit after them.
+  void MakeRoomFor(size_t bytes);
   ReadStatus RejectBuffered(int32_t length);
   bool CompressedTooLarge(const std::vector<uint8_t>& message);
   static void ArmIdleTimer(const std::shared_ptr<IdleWatch>& watch,
                            std::chrono::steady_clock::time_point at);
 
-  tcp::socket socket_;
+  Socket socket_;
   std::unique_ptr<Tls> tls_;  // null: plain TCP
   std::shared_ptr<IdleWatch> idle_;
   std::vector<uint8_t> buffer_;

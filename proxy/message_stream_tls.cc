@@ -28,14 +28,14 @@ std::string HandshakeFailure(SSL* ssl, const boost::system::error_code& ec) {
 }  // namespace
 
 struct MessageStream::Tls {
-  Tls(tcp::socket& socket, std::shared_ptr<ssl::context> ctx)
+  Tls(Socket& socket, std::shared_ptr<ssl::context> ctx)
       : context(std::move(ctx)), stream(socket, *context) {}
   std::shared_ptr<ssl::context> context;  // outlives the stream that uses it
-  ssl::stream<tcp::socket&> stream;
+  ssl::stream<Socket&> stream;
 };
 
 // Here, where Tls is complete (unique_ptr<Tls>).
-MessageStream::MessageStream(tcp::socket socket)
+MessageStream::MessageStream(Socket socket)
     : socket_(std::move(socket)), buffer_(kReadAheadSize) {
   boost::system::error_code ignored;
   socket_.set_option(tcp::no_delay(true), ignored);
@@ -71,7 +71,7 @@ awaitable<std::string> MessageStream::StartTls(std::shared_ptr<ssl::context> con
   co_return std::string();
 }
 
-using TlsStream = ssl::stream<tcp::socket&>;
+using TlsStream = ssl::stream<Socket&>;
 
 template <>
 TlsStream& MessageStream::StreamOf<TlsStream>() {

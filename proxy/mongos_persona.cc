@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/error_code.h"
-#include "proxy/bson_walk.h"
+#include "common/bson_walk.h"
 
 namespace remold {
 namespace {
@@ -54,7 +54,7 @@ std::optional<Doc> AnswerAsMongos(const wire::Request& request, const TopologyVi
   // Every find comes here: its first element decides before libbson is used.
   if (command == "find") {
     bool on_shards = false;
-    wire::WalkTopLevel(request.command_document, [&on_shards](const wire::BsonElement& first) {
+    WalkTopLevel(request.command_document, [&on_shards](const BsonElement& first) {
       // A string: int32 length (with the NUL), then the bytes.
       on_shards = first.type == 0x02 && first.value.size() == 4 + 7 &&
                   std::memcmp(first.value.data() + 4, "shards", 7) == 0;

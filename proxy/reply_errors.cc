@@ -2,7 +2,8 @@
 
 #include <cstring>
 
-#include "proxy/bson_walk.h"
+#include "common/bson_walk.h"
+#include "proxy/byte_io.h"
 
 namespace remold::wire {
 

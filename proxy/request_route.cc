@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "common/doc.h"
-#include "proxy/bson_walk.h"
+#include "common/bson_walk.h"
 
 namespace remold {
 namespace {
@@ -80,7 +80,7 @@ std::variant<RequestRoute, SelectionError> RouteOf(const wire::Request& request,
   std::span<const uint8_t> preference;
   std::span<const uint8_t> lsid;
   bool in_transaction = false;
-  const bool well_formed = wire::WalkTopLevel(request.command_document, [&](const wire::BsonElement& element) {
+  const bool well_formed = WalkTopLevel(request.command_document, [&](const BsonElement& element) {
     const std::string_view key = element.key;
     if (key == "$readPreference") {
       preference = element.value;
@@ -127,7 +127,7 @@ bool IsAuthentication(const wire::Request& request) {
   if (!request.is_handshake) return false;
   // A legacy OP_QUERY handshake is walked too: its query is a document.
   bool speculative = false;
-  wire::WalkTopLevel(request.command_document, [&speculative](const wire::BsonElement& element) {
+  WalkTopLevel(request.command_document, [&speculative](const BsonElement& element) {
     speculative = element.key == "speculativeAuthenticate";
     return !speculative;
   });

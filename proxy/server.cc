@@ -145,14 +145,14 @@ awaitable<void> Server::AcceptLoop() {
     Worker& worker = *workers_[next_worker];
     next_worker = (next_worker + 1) % workers_.size();
     boost::system::error_code ec;
-    tcp::socket socket = co_await acceptor_.async_accept(
+    Socket socket = co_await acceptor_.async_accept(
         worker.context(), asio::redirect_error(use_awaitable, ec));
     if (ec) {
       if (draining_) break;
       spdlog::warn("accept failed: {}", ec.message());
       // Out of file descriptors (or memory) the listening socket stays ready:
       // pause instead of spinning; sessions that end free what is needed.
-      asio::steady_timer pause(main_context_, std::chrono::milliseconds(100));
+      SteadyTimer pause(main_context_, std::chrono::milliseconds(100));
       co_await pause.async_wait(asio::redirect_error(use_awaitable, ec));
       continue;
     }

@@ -76,7 +76,7 @@ class Server {
 
   ServerOptions options_;
   asio::io_context main_context_{1};
-  tcp::acceptor acceptor_{main_context_};
+  Acceptor acceptor_{main_context_};
   // Released, never destroyed, once stopping (IgnoreSignalsUntilExit).
   std::unique_ptr<asio::signal_set> signals_ = std::make_unique<asio::signal_set>(main_context_);
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -60,7 +60,7 @@ bool HasMoreToCome(const std::vector<uint8_t>& reply) {
 
 }  // namespace
 
-Session::Session(tcp::socket client, Shared shared, uint64_t id)
+Session::Session(Socket client, Shared shared, uint64_t id)
     : client_(std::move(client)),
       links_(BackendLinks::Shared{shared.backend, shared.policy, shared.topology, shared.pins}, id),
       shared_(shared),
@@ -192,7 +192,12 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
     if (!co_await OfferCompression(request)) co_return false;
   }
   forwarded_at_ = Clock::now();
-  if (!co_await links_.current().Write(ForBackend(request_, request.command))) {
+  // Sent without a coroutine when the socket takes it at once (WriteNow).
+  MessageStream& backend = links_.current();
+  const std::optional<std::span<const uint8_t>> unsent = backend.WriteNow(ForBackend(request_, request.command));
+  bool sent = unsent.has_value();
+  if (sent && !unsent->empty()) sent = co_await backend.Write(*unsent);
+  if (!sent) {
     spdlog::warn("session {}: backend connection lost while sending", id_);
     metrics_->CountConnectionError(ConnectionError::kBackendLost);
     co_return false;
@@ -238,7 +243,13 @@ awaitable<bool> Session::RelayReplies(const wire::Request& request) {
     first = false;
     const bool more = HasMoreToCome(reply_);
     ShapeReply(request);
-    if (!co_await WriteToClient(reply_)) co_return false;
+    // WriteToClient without its coroutine frame when the socket takes the reply at once.
+    const std::optional<std::span<const uint8_t>> unsent = SendToClientNow(reply_);
+    if (!unsent) co_return false;
+    if (!unsent->empty()) {
+      const bool written = co_await client_.Write(*unsent);
+      if (!written) co_return false;
+    }
     if (!more) co_return true;
   }
 }
@@ -285,8 +296,15 @@ awaitable<bool> Session::ReplyWithError(const wire::Request& request,
 }
 
 awaitable<bool> Session::WriteToClient(std::span<const uint8_t> message) {
+  const std::optional<std::span<const uint8_t>> unsent = SendToClientNow(message);
+  if (!unsent) co_return false;
+  if (unsent->empty()) co_return true;
+  co_return co_await client_.Write(*unsent);
+}
+
+std::optional<std::span<const uint8_t>> Session::SendToClientNow(std::span<const uint8_t> message) {
   metrics_->bytes_sent.Add(message.size());
-  co_return co_await client_.Write(message);
+  return client_.WriteNow(message);
 }
 
 bool Session::UseOpenBackend() {

@@ -53,7 +53,7 @@ class Session : public std::enable_shared_from_this<Session> {
     bool client_compression = false;
   };
 
-  Session(tcp::socket client, Shared shared, uint64_t id);
+  Session(Socket client, Shared shared, uint64_t id);
 
   awaitable<void> Run();
 
@@ -118,8 +118,12 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<std::optional<Doc>> RoundTripToPrimary(const BackendCommand& command);
   awaitable<std::optional<bool>> CollectionExists(const BackendCommand& command);
   awaitable<bool> SendReply(const wire::Request& request, const Doc& reply);
-  // Every message to the client goes through here (bytes_sent).
+  // Every message to the client goes through WriteToClient or
+  // SendToClientNow (they count bytes_sent).
   awaitable<bool> WriteToClient(std::span<const uint8_t> message);
+  // WriteToClient's first step, without a coroutine: counts the bytes and
+  // sends what the socket takes at once (MessageStream::WriteNow).
+  std::optional<std::span<const uint8_t>> SendToClientNow(std::span<const uint8_t> message);
   void LogSlowOperation(const wire::Request& request, std::chrono::nanoseconds elapsed) const;
   void ShapeReply(const wire::Request& request);
   void ReleaseLargeBuffers();

@@ -11,12 +11,16 @@ RuleSet::RuleSet(std::vector<Rule> rules) : rules_(std::move(rules)) {
 
 namespace {
 
-const Rule* Lookup(const std::vector<Rule>& rules, const std::unordered_map<std::string, size_t>& index,
-                   std::string_view db, std::string_view collection) {
-  if (index.empty()) return nullptr;
+std::string KeyOf(std::string_view db, std::string_view collection) {
   std::string key;
   key.reserve(db.size() + 1 + collection.size());
   key.append(db).append(".").append(collection);
+  return key;
+}
+
+const Rule* Lookup(const std::vector<Rule>& rules, const std::unordered_map<std::string, size_t>& index,
+                   const std::string& key) {
+  if (index.empty()) return nullptr;
   auto it = index.find(key);
   return it == index.end() ? nullptr : &rules[it->second];
 }
@@ -24,11 +28,17 @@ const Rule* Lookup(const std::vector<Rule>& rules, const std::unordered_map<std:
 }  // namespace
 
 const Rule* RuleSet::Find(std::string_view db, std::string_view collection) const {
-  return Lookup(rules_, by_namespace_, db, collection);
+  return Lookup(rules_, by_namespace_, KeyOf(db, collection));
 }
 
 const Rule* RuleSet::FindWatcher(std::string_view db, std::string_view collection) const {
-  return Lookup(rules_, by_watched_, db, collection);
+  return Lookup(rules_, by_watched_, KeyOf(db, collection));
+}
+
+const Rule* RuleSet::FindForCommand(std::string_view db, std::string_view collection) const {
+  const std::string key = KeyOf(db, collection);
+  const Rule* rule = Lookup(rules_, by_namespace_, key);
+  return rule ? rule : Lookup(rules_, by_watched_, key);
 }
 
 }  // namespace remold

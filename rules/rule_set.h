@@ -24,10 +24,8 @@ class RuleSet {
   const Rule* FindWatcher(std::string_view db, std::string_view collection) const;
   // The rule whose plans a command on "db.collection" runs: its own rule,
   // or else the rule that watches it.
-  const Rule* FindForCommand(std::string_view db, std::string_view collection) const {
-    const Rule* rule = Find(db, collection);
-    return rule ? rule : FindWatcher(db, collection);
-  }
+  // (Asked of every command while rules are loaded: one key for both maps.)
+  const Rule* FindForCommand(std::string_view db, std::string_view collection) const;
   const std::vector<Rule>& rules() const { return rules_; }
   bool empty() const { return rules_.empty(); }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <random>
+#include <vector>
 
 #include "tests/unit/test_util.h"
 
@@ -106,6 +108,102 @@ TEST(ValidateDocument, CorruptNestedDocumentAfterInvalidUtf8KeyIsRejected) {
   ASSERT_EQ(bytes[inner_at + 4], 0x10);
   bytes[inner_at + 4] = 0x70;
   EXPECT_TRUE(ValidateDocument(bytes).has_value()) << "corrupt BSON accepted after a non-UTF-8 key";
+}
+
+// The oracle: libbson's own iterator over every element, recursively (what
+// ValidateDocument used before it walked the bytes itself). A document it
+// reads to the end without error is one remold's code can trust.
+bool LibbsonReadsToTheEnd(const uint8_t* data, size_t length, int depth = 0) {
+  if (depth > 200) return false;
+  bson_t doc;
+  bson_iter_t iter;
+  if (!bson_init_static(&doc, data, length) || !bson_iter_init(&iter, &doc)) return false;
+  while (bson_iter_next(&iter)) {
+    uint32_t child_length = 0;
+    const uint8_t* child = nullptr;
+    if (BSON_ITER_HOLDS_DOCUMENT(&iter)) bson_iter_document(&iter, &child_length, &child);
+    else if (BSON_ITER_HOLDS_ARRAY(&iter)) bson_iter_array(&iter, &child_length, &child);
+    else if (BSON_ITER_HOLDS_CODEWSCOPE(&iter)) bson_iter_codewscope(&iter, nullptr, &child_length, &child);
+    else continue;
+    if (!child || !LibbsonReadsToTheEnd(child, child_length, depth + 1)) return false;
+  }
+  return iter.err_off == 0;
+}
+
+// One element of every BSON type, nested twice.
+Bytes EveryType() {
+  bson_t* scope = BCON_NEW("x", BCON_INT32(1));
+  bson_t* doc = bson_new();
+  bson_oid_t oid;
+  bson_oid_init_from_string(&oid, "5f1d7f3e9d1e8b0a1c2d3e4f");
+  bson_decimal128_t dec;
+  bson_decimal128_from_string("1.5", &dec);
+  const uint8_t bin[] = {1, 2, 3};
+  BSON_APPEND_DOUBLE(doc, "d", 1.5);
+  BSON_APPEND_UTF8(doc, "s", "text");
+  bson_t* inner = BCON_NEW("a", "[", BCON_INT32(1), BCON_INT64(2), "]", "n", BCON_NULL);
+  BSON_APPEND_DOCUMENT(doc, "doc", inner);
+  BSON_APPEND_BINARY(doc, "b", BSON_SUBTYPE_BINARY, bin, sizeof bin);
+  BSON_APPEND_BINARY(doc, "old", BSON_SUBTYPE_BINARY_DEPRECATED, bin, sizeof bin);
+  BSON_APPEND_UNDEFINED(doc, "u");
+  BSON_APPEND_OID(doc, "o", &oid);
+  BSON_APPEND_BOOL(doc, "t", true);
+  BSON_APPEND_DATE_TIME(doc, "at", 1700000000000);
+  BSON_APPEND_NULL(doc, "z");
+  BSON_APPEND_REGEX(doc, "re", "^a.*b", "i");
+  BSON_APPEND_DBPOINTER(doc, "p", "db.c", &oid);
+  BSON_APPEND_CODE(doc, "js", "function(){}");
+  BSON_APPEND_SYMBOL(doc, "sym", "sym");
+  BSON_APPEND_CODE_WITH_SCOPE(doc, "cws", "x+1", scope);
+  BSON_APPEND_INT32(doc, "i", 7);
+  BSON_APPEND_TIMESTAMP(doc, "ts", 1, 2);
+  BSON_APPEND_INT64(doc, "l", 8);
+  BSON_APPEND_DECIMAL128(doc, "dec", &dec);
+  BSON_APPEND_MINKEY(doc, "min");
+  BSON_APPEND_MAXKEY(doc, "max");
+  bson_t* outer = bson_new();
+  BSON_APPEND_DOCUMENT(outer, "all", doc);
+  BSON_APPEND_INT32(outer, "after", 1);
+  bson_destroy(inner);
+  bson_destroy(doc);
+  bson_destroy(scope);
+  return Doc(outer);
+}
+
+TEST(ValidateDocument, AcceptsEveryType) {
+  const Bytes doc = EveryType();
+  ASSERT_TRUE(LibbsonReadsToTheEnd(doc.data(), doc.size()));
+  EXPECT_FALSE(ValidateDocument(doc).has_value());
+}
+
+// Damaged copies of a document of every type (bytes changed, inserted,
+// removed; lengths nudged), each judged by ValidateDocument and libbson's
+// iterator: they must agree on every one.
+TEST(ValidateDocument, AgreesWithLibbsonOnDamagedDocuments) {
+  const Bytes original = EveryType();
+  std::mt19937 random(20261202);
+  int rejected = 0;
+  for (int round = 0; round < 200'000; ++round) {
+    Bytes doc = original;
+    const int edits = 1 + static_cast<int>(random() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = random() % doc.size();
+      switch (random() % 5) {
+        case 0: doc[at] = static_cast<uint8_t>(random()); break;
+        case 1: doc[at] = static_cast<uint8_t>(doc[at] + (random() % 2 ? 1 : -1)); break;
+        case 2: doc[at] = static_cast<uint8_t>(random() % 3 == 0 ? 0 : random() % 0x14); break;
+        case 3: doc.insert(doc.begin() + static_cast<ptrdiff_t>(at), static_cast<uint8_t>(random())); break;
+        case 4: if (doc.size() > 5) doc.erase(doc.begin() + static_cast<ptrdiff_t>(at)); break;
+      }
+    }
+    if (random() % 2) StoreInt32(doc.data(), static_cast<int32_t>(doc.size()));  // keep the prefix true
+    const bool libbson = LibbsonReadsToTheEnd(doc.data(), doc.size());
+    const bool remold = !ValidateDocument(doc).has_value();
+    ASSERT_EQ(remold, libbson) << "round " << round << ", " << doc.size() << " bytes";
+    rejected += !remold;
+  }
+  EXPECT_GT(rejected, 10'000);
+  EXPECT_LT(rejected, 190'000);
 }
 
 TEST(ValidateDocument, HundredLevelsOfNestingAreFine) {

@@ -1,8 +1,8 @@
 // One walk over the top-level elements of a BSON document, without libbson:
 // for the few fields read from every request or reply on the hot path
-// (reply errors, a request's routing fields), where libbson's iterator
-// validates more than these reads need. Element sizes are checked against
-// the document; nested documents are not looked into.
+// (reply errors, a request's routing fields, its namespace), where
+// libbson's iterator validates more than these reads need. Element sizes
+// are checked against the document; nested documents are not looked into.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +10,16 @@
 #include <span>
 #include <string_view>
 
-#include "proxy/wire_format.h"
+namespace remold {
+namespace bson_walk_detail {
 
-namespace remold::wire {
+inline int32_t LoadInt32(const uint8_t* p) {  // BSON int32; little-endian hosts, as proxy/byte_io.h
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace bson_walk_detail
 
 struct BsonElement {
   uint8_t type;                  // the BSON type byte
@@ -25,6 +32,7 @@ struct BsonElement {
 // as the walk reads it.
 template <class Visit>
 bool WalkTopLevel(std::span<const uint8_t> document, Visit&& visit) {
+  using bson_walk_detail::LoadInt32;
   if (document.size() < 5) return false;
   const uint8_t* p = document.data();
   const int32_t declared = LoadInt32(p);
@@ -74,4 +82,4 @@ bool WalkTopLevel(std::span<const uint8_t> document, Visit&& visit) {
   return true;
 }
 
-}  // namespace remold::wire
+}  // namespace remold
