@@ -1,8 +1,9 @@
 # The two commands of the README:
 #   make run   build, install what is missing, start a local backend with
 #              remold in front of it, print the connection string.
-#   make test  build and run every test (unit, e2e with pymongo and
-#              mongo-c-driver, malformed input, 60 s codec fuzz).
+#   make test  build and run every test (unit, golden, e2e with pymongo and
+#              mongo-c-driver, the driver matrix: Node.js, mongosh, Go and
+#              Java drivers; malformed input, 60 s codec fuzz).
 BUILD ?= build
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)

