@@ -15,6 +15,9 @@ rotating rounds and prints p50/p99 and each against the unwinding plan.
 Usage: .venv/bin/python bench/group_pushdown_run.py [--build build] [--rounds 5] [--queries 40]
 A backend: REMOLD_BENCH_BACKEND=mongodb://..., else a mongo-java-server is
 started here.
+
+make demo (examples/demo_readings.py) seeds and queries with day_batches(),
+query() and same().
 """
 from __future__ import annotations
 
@@ -46,9 +49,19 @@ bucket:
 """
 
 
-def query(day: dt.datetime, early_ms: int = 0) -> list[dict]:
-    return [{"$match": {"sensor": "s3", "at": {"$gte": day - dt.timedelta(milliseconds=early_ms),
-                                               "$lt": day + dt.timedelta(days=1)}}},
+def day_batches(sensors: int = 10, days: int = 7):
+    """The seed's readings from T0, a day at a time: a reading a minute of each
+    sensor s0, s1, ..., temp uniform in -5..35 (the same every run)."""
+    rng = random.Random(3)
+    for minute0 in range(0, days * 24 * 60, 1440):
+        yield [{"sensor": f"s{s}", "at": T0 + dt.timedelta(minutes=m), "temp": round(rng.uniform(-5, 35), 2)}
+               for m in range(minute0, minute0 + 1440) for s in range(sensors)]
+
+
+def query(day: dt.datetime, early_ms: int = 0, sensor: str = "s3") -> list[dict]:
+    """The hourly average of one sensor's temp over the day from `day`."""
+    return [{"$match": {"sensor": sensor, "at": {"$gte": day - dt.timedelta(milliseconds=early_ms),
+                                                 "$lt": day + dt.timedelta(days=1)}}},
             {"$group": {"_id": {"$hour": "$at"}, "avgTemp": {"$avg": "$temp"}}},
             {"$sort": {"_id": 1}}]
 
@@ -76,10 +89,7 @@ def main() -> int:
             remold, port = start_remold(args.build, uri, "--rules", rules)
             through = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true")[DB]["readings"]
             flat = direct[DB]["flat"]
-            rng = random.Random(3)
-            for minute0 in range(0, 7 * 24 * 60, 1440):
-                batch = [{"sensor": f"s{s}", "at": T0 + dt.timedelta(minutes=m), "temp": round(rng.uniform(-5, 35), 2)}
-                         for m in range(minute0, minute0 + 1440) for s in range(10)]
+            for batch in day_batches():
                 through.insert_many([dict(d) for d in batch], ordered=False)
                 flat.insert_many(batch, ordered=False)
             buckets = direct[DB]["readings_buckets"].count_documents({})
