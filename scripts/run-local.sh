@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # `make run`: starts the embedded default backend (mongo-java-server, in
-# memory) on a free loopback port, puts remold in front of it, prints the
-# connection string, and serves until Ctrl-C. Extra remold flags may follow:
-#   bash scripts/run-local.sh build/remold [--listen 127.0.0.1:27018 ...]
+# memory) on a free loopback port, puts remold in front of it with the
+# example rules (examples/rules), prints the connection string and, per
+# rule, a command to try (examples/tryouts.py), and serves until Ctrl-C.
+# Extra remold flags may follow; with a --rules or --config of their own,
+# the example rules are not loaded and no commands are printed:
+#   bash scripts/run-local.sh build/remold [--log-level warn ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REMOLD=${1:-build/remold}
 shift || true
 LISTEN=${REMOLD_LISTEN:-127.0.0.1:27018}
+PYTHON=$PWD/.venv/bin/python
+
+rules=(--rules examples/rules)
+for arg in "$@"; do
+  case "$arg" in --rules|--config) rules=() ;; esac
+done
 
 workdir=$(mktemp -d)
 backend_pid="" remold_pid=""
@@ -41,7 +50,7 @@ backend_pid=$!
 exec 3> "$workdir/backend.stdin"  # the backend lives while this stays open
 backend=$(wait_for_line "$workdir/backend.out" '^listening ' "the backend")
 
-"$REMOLD" serve --listen "$LISTEN" --backend "mongodb://$backend" "$@" \
+"$REMOLD" serve --listen "$LISTEN" --backend "mongodb://$backend" "${rules[@]}" "$@" \
   > "$workdir/remold.out" &
 remold_pid=$!
 proxy=$(wait_for_line "$workdir/remold.out" '^remold listening on ' "remold")
@@ -55,6 +64,13 @@ remold is running in front of the embedded backend (mongo-java-server, in memory
   pymongo:            pymongo.MongoClient("mongodb://$proxy")
 
   backend (direct):   mongodb://$backend
-  Ctrl-C stops both.
 MSG
+if [ ${#rules[@]} -gt 0 ]; then
+  echo
+  echo "remold loaded the rules of examples/rules; to try one, run the command under it:"
+  "$PYTHON" examples/tryouts.py examples/rules "mongodb://$proxy" "mongodb://$backend" "$PYTHON" ||
+    echo "run: examples/tryouts.py failed (above); the rules are loaded all the same" >&2
+fi
+echo
+echo "  Ctrl-C stops both."
 wait "$remold_pid"
