@@ -1,6 +1,9 @@
-# The two commands of the README:
+# The commands of the README:
 #   make run   build, install what is missing, start a local backend with
-#              remold in front of it, print the connection string.
+#              remold and the example rules (examples/rules) in front of it,
+#              print the connection string and a command to try per rule.
+#   make demo  build, then measure what the example rules change against
+#              plain collections (examples/demo.py; about 15 s).
 #   make test  build and run every test (unit, golden, e2e with pymongo and
 #              mongo-c-driver, the driver matrix: Node.js, mongosh, Go and
 #              Java drivers; malformed input, 60 s codec fuzz).
@@ -37,10 +40,13 @@ test: build-all fuzz-build
 run: build
 	@bash scripts/run-local.sh $(BUILD)/remold
 
+demo: build
+	@.venv/bin/python examples/demo.py --build $(BUILD)
+
 bench: build-all
 	@bash bench/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)
 
-.PHONY: all deps configure build build-all fuzz-build test run bench clean
+.PHONY: all deps configure build build-all fuzz-build test run demo bench clean
