@@ -98,7 +98,8 @@ def _collection(client: str, db: str, collection: str) -> str:
     return f"{client}[{literal(db)}][{literal(collection)}]"
 
 
-def _bucket(rule: Rule, proxy: str) -> Tryout:
+# Each of these gives what the command shows and its Python code.
+def _bucket(rule: Rule, proxy: str) -> tuple[str, str]:
     b = rule.bucket
     logical, buckets = _collection("c", b.db, b.collection), _collection("c", b.db, b.buckets)
     meta = {field: "s1" for field in b.meta}
@@ -106,24 +107,22 @@ def _bucket(rule: Rule, proxy: str) -> Tryout:
             f"{logical}.insert_one({literal(sample_reading(b))}); "
             f"print({literal(b.db + '.' + b.buckets + ':')}, {buckets}.find_one({literal(meta)})); "
             f"print({literal(b.db + '.' + b.collection + ':')}, {logical}.find_one({literal(meta)}))")
-    return Tryout(rule.name, rule.pattern,
-                  f"insert a reading into {b.db}.{b.collection}: it is stored in a bucket of "
-                  f"{b.db}.{b.buckets} and reads back as written", code)
+    return (f"insert a reading into {b.db}.{b.collection}: it is stored in a bucket of "
+            f"{b.db}.{b.buckets} and reads back as written", code)
 
 
-def _attribute(rule: Rule, proxy: str, backend: str) -> Tryout:
+def _attribute(rule: Rule, proxy: str, backend: str) -> tuple[str, str]:
     a = rule.attribute
     code = (f"import pymongo; c = pymongo.MongoClient({literal(proxy)}); "
             f"b = pymongo.MongoClient({literal(backend)}); "
             f"{_collection('c', a.db, a.collection)}.insert_one({literal(sample_product(a))}); "
             f"print(\"found:\", {_collection('c', a.db, a.collection)}.find_one({literal(attribute_query(a))})); "
             f"print(\"stored on the backend:\", {_collection('b', a.db, a.collection)}.find_one())")
-    return Tryout(rule.name, rule.pattern,
-                  f"insert a product into {a.db}.{a.collection} and find it by an attribute; "
-                  f"the backend stores its attributes as {a.array}: [{{{a.key}, {a.value}}}, ...]", code)
+    return (f"insert a product into {a.db}.{a.collection} and find it by an attribute; "
+            f"the backend stores its attributes as {a.array}: [{{{a.key}, {a.value}}}, ...]", code)
 
 
-def _computed(rule: Rule, proxy: str) -> Tryout:
+def _computed(rule: Rule, proxy: str) -> tuple[str, str]:
     c = rule.computed
     target = _collection("c", c.target_db, c.target)
     source = _collection("c", c.db, c.collection)
@@ -133,26 +132,24 @@ def _computed(rule: Rule, proxy: str) -> Tryout:
             f"{source}.insert_many({literal(sample_comments(c))}); "
             f"print({target}.find_one({literal(post)}), \"| comments counted:\", "
             f"{source}.count_documents({literal({c.link_from: POST_ID})}))")
-    return Tryout(rule.name, rule.pattern,
-                  f"insert two comments on a post into {c.db}.{c.collection}: the post in "
-                  f"{c.target_db}.{c.target} holds their count in {c.count_field}", code)
+    return (f"insert two comments on a post into {c.db}.{c.collection}: the post in "
+            f"{c.target_db}.{c.target} holds their count in {c.count_field}", code)
 
 
 def tryouts(rules: list[Rule], proxy_uri: str, backend_uri: str, python: str) -> list[Tryout]:
     found = []
     for rule in rules:
         if rule.bucket:
-            tryout = _bucket(rule, proxy_uri)
+            says, code = _bucket(rule, proxy_uri)
         elif rule.attribute:
-            tryout = _attribute(rule, proxy_uri, backend_uri)
+            says, code = _attribute(rule, proxy_uri, backend_uri)
         elif rule.computed:
-            tryout = _computed(rule, proxy_uri)
+            says, code = _computed(rule, proxy_uri)
         else:
             found.append(Tryout(rule.name, rule.pattern, f"{rule.namespace}; nothing to try here "
                                 "for this rule (see README.md, Rules)", None))
             continue
-        found.append(Tryout(tryout.rule, tryout.pattern, tryout.says,
-                            f"{shlex.quote(python)} -c {shlex.quote(tryout.command)}"))
+        found.append(Tryout(rule.name, rule.pattern, says, f"{shlex.quote(python)} -c {shlex.quote(code)}"))
     return found
 
 
