@@ -109,7 +109,7 @@ def run(rule: BucketNames, through: Database, direct: Database, explain: Callabl
 
 
 def stages(plan: list[dict]) -> str:
-    """The plan's commands as `aggregate on C: $a, $b` lines joined by '; '."""
+    """The plan's commands, each as `aggregate on C: $a, $b` (its stages), joined by '; '."""
     return "; ".join(f"{name} on {command[name]}" + (
         ": " + ", ".join(next(iter(stage)) for stage in command["pipeline"]) if "pipeline" in command else "")
         for command in plan for name in [next(iter(command))])
