@@ -74,24 +74,36 @@ const Member* BackendLinks::Choose(const TopologyView& view, const RequestRoute&
   return nullptr;
 }
 
+bool BackendLinks::DropIfClosedWhileIdle(std::vector<Link>::iterator link,
+                                         std::chrono::steady_clock::time_point now) {
+  if (now - link->last_used < kIdleCheckAfter || !link->stream->PeerClosed()) return false;
+  const bool carried_credentials = authenticated_ && *authenticated_ == link->address;
+  spdlog::info("session {}: backend {} closed the connection while it was idle{}", session_id_,
+               link->address.empty() ? "(direct)" : link->address,
+               carried_credentials ? "; it carried the client's credentials: closing the client connection"
+                                   : "; opening a new one");
+  link->stream->Close();
+  if (current_ == link->stream.get()) {
+    current_ = nullptr;
+    current_address_.clear();
+  }
+  links_.erase(link);
+  return true;
+}
+
+bool BackendLinks::CredentialsLostWhileIdle() {
+  if (!authenticated_) return false;
+  auto link = std::find_if(links_.begin(), links_.end(),
+                           [this](const Link& l) { return l.address == *authenticated_; });
+  return link != links_.end() && DropIfClosedWhileIdle(link, std::chrono::steady_clock::now());
+}
+
 BackendLinks::Found BackendLinks::UseOpenLink(const std::string& address, MemberKind kind) {
   auto link = std::find_if(links_.begin(), links_.end(), [&address](const Link& l) { return l.address == address; });
   if (link == links_.end()) return Found::kNone;
   const auto now = std::chrono::steady_clock::now();
-  if (now - link->last_used >= kIdleCheckAfter && link->stream->PeerClosed()) {
-    const bool carried_credentials = authenticated_ && *authenticated_ == address;
-    spdlog::info("session {}: backend {} closed the connection while it was idle{}", session_id_,
-                 address.empty() ? "(direct)" : address,
-                 carried_credentials ? "; it carried the client's credentials: closing the client connection"
-                                     : "; opening a new one");
-    link->stream->Close();
-    if (current_ == link->stream.get()) {
-      current_ = nullptr;
-      current_address_.clear();
-    }
-    links_.erase(link);
-    return carried_credentials ? Found::kLost : Found::kNone;
-  }
+  if (DropIfClosedWhileIdle(link, now))
+    return authenticated_ && *authenticated_ == address ? Found::kLost : Found::kNone;
   link->last_used = now;
   current_ = link->stream.get();
   current_address_ = address;

@@ -19,7 +19,10 @@
 //
 // A connection idle for a second or more is checked before reuse: one the
 // backend closed meanwhile (a restart) is replaced by a fresh one, or ends
-// the session when it carried the client's credentials.
+// the session when it carried the client's credentials. The connection that
+// carries them is also checked while the client is idle
+// (CredentialsLostWhileIdle), so such a session ends before its client sends
+// a request into it.
 //
 // Lives on its session's worker thread.
 #pragma once
@@ -102,6 +105,12 @@ class BackendLinks {
   std::optional<wire::Compressor> compressor() const;
   void NoteCompressionChosen(std::optional<wire::Compressor> chosen);
 
+  // Whether the connection that carries the client's credentials has been
+  // idle for a second or more and was closed by the backend meanwhile (it
+  // is then closed here too). A non-blocking peek; false when the client
+  // never authenticated. For a session between requests.
+  bool CredentialsLostWhileIdle();
+
   void CloseAll();
 
  private:
@@ -120,6 +129,9 @@ class BackendLinks {
   // this session (authenticated elsewhere than the primary it needs).
   const Member* Choose(const TopologyView& view, const RequestRoute& route);
   Found UseOpenLink(const std::string& address, MemberKind kind);
+  // Whether `link`, idle since a second or more, was closed by the backend;
+  // if so it is logged, closed and erased (invalidating `link`).
+  bool DropIfClosedWhileIdle(std::vector<Link>::iterator link, std::chrono::steady_clock::time_point now);
   awaitable<bool> Connect(const Member& member);
   awaitable<bool> ConnectDirect();
 

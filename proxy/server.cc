@@ -15,6 +15,7 @@ class Server::Worker {
  public:
   explicit Worker(ConnectionLimiter& connections)
       : connections_(connections), guard_(asio::make_work_guard(context_)) {
+    SweepIdleSessions();
     thread_ = std::thread([this] { context_.run(); });
   }
   ~Worker() { Join(); }
@@ -65,8 +66,21 @@ class Server::Worker {
   }
 
  private:
+  // Every second, each session between requests checks whether the backend
+  // closed the connection carrying its client's credentials
+  // (Session::CheckIdleBackend): a timer per worker, nothing per request.
+  void SweepIdleSessions() {
+    sweep_.expires_after(std::chrono::seconds(1));
+    sweep_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      for (const auto& session : sessions_) session->CheckIdleBackend();
+      SweepIdleSessions();
+    });
+  }
+
   ConnectionLimiter& connections_;
   asio::io_context context_{1};
+  SteadyTimer sweep_{context_};
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
   std::thread thread_;
   std::unordered_set<std::shared_ptr<Session>> sessions_;

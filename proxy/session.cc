@@ -78,6 +78,11 @@ void Session::Abort() {
   links_.CloseAll();
 }
 
+void Session::CheckIdleBackend() {
+  if (state_ != State::kIdle || client_.HasPendingInput()) return;
+  if (links_.CredentialsLostWhileIdle()) Abort();
+}
+
 awaitable<void> Session::Run() {
   auto self = shared_from_this();
   metrics_ = &GlobalMetrics().LocalShard();  // on the worker thread, which this session never leaves

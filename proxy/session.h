@@ -62,6 +62,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void Drain();
   // Ends the session now, whatever it is doing.
   void Abort();
+  // Ends the session if it is between requests and the backend closed the
+  // connection that carries its client's credentials (a restart): its
+  // driver then discards the connection instead of sending a request into
+  // it. Cheap when the client never authenticated. Called on the session's
+  // executor, from its worker's periodic sweep.
+  void CheckIdleBackend();
 
  private:
   enum class State { kIdle, kBusy };

@@ -395,3 +395,38 @@ def test_connection_idle_across_backend_restart(killable_backend, fault_remold):
         assert remold.alive()
     finally:
         sock.close()
+
+
+def test_authenticated_connection_idle_across_backend_restart_is_closed(killable_backend):
+    """The client's credentials live on its backend connection: when the
+    backend closes that connection while the client is idle (a restart),
+    remold closes the client connection within its one-second sweep, before
+    the client sends a request into it. Drivers check a connection idle for
+    a second at checkout and discard a closed one without an error; a
+    request sent into it would fail. (An authentication command marks the
+    connection as carrying credentials whether or not it succeeds; the test
+    backend has no authentication, so its refusal is enough here.)"""
+    if NO_PROXY:
+        pytest.skip("asserts remold's own behaviour; REMOLD_TEST_NO_PROXY=1")
+    backend = killable_backend
+    remold = start_remold(backend.uri, args=["serve", "--listen", "127.0.0.1:0", "--backend", backend.uri,
+                                             "--log-level", "info"])
+    sock = wire.connect(remold.host, remold.port)
+    try:
+        assert wire.command(sock, {"ping": 1})["ok"] == 1
+        wire.command(sock, {"saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": b"n,,n=u,r=abc"})
+        assert not peer_closed(sock, 1.5), "closed while the backend was still up"
+        backend.kill()
+        backend.start()
+        assert peer_closed(sock, 5.0), (
+            "the client connection stayed open after the backend closed the connection carrying "
+            "its credentials")
+        assert "it carried the client's credentials: closing the client connection" in remold.stderr()
+        assert remold.alive()
+        # Everyone else is served: a new connection works at once.
+        with wire.connect(remold.host, remold.port) as fresh:
+            assert wire.command(fresh, {"ping": 1})["ok"] == 1
+    finally:
+        sock.close()
+        remold.kill()
+        remold.stderr_path.unlink(missing_ok=True)
