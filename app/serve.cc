@@ -147,7 +147,7 @@ bool ServeRun::BindStatusEndpoint() {
   if (!config_.metrics_listen) return true;
   const HostAndPort& at = *config_.metrics_listen;
   try {
-    status_ = std::make_unique<StatusServer>(GlobalMetrics(), config_.backend,
+    status_ = std::make_unique<StatusServer>(GlobalMetrics(), config_.backend, tls_,
                                              [this] { return NotReadyReason(); });
     status_address_ = HostPort(status_->Bind(ResolveListen(at)));
   } catch (const boost::system::system_error& e) {
@@ -307,8 +307,8 @@ int RunServe(const std::vector<std::string>& args) {
   ServeRun run(*std::move(config));
   if (!run.LoadRules()) return kRejected;
   run.RegisterRuleMetrics();
-  if (!run.BindStatusEndpoint()) return kCannotListen;
   if (!run.LoadTls()) return kRejected;
+  if (!run.BindStatusEndpoint()) return kCannotListen;  // its probe uses the TLS contexts
   if (!run.StartTopologyMonitor()) return kRejected;
   run.WarnOfUnconvertedData();
   return run.ListenAndServe() ? kOk : kCannotListen;

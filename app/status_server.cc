@@ -11,10 +11,10 @@ constexpr std::chrono::milliseconds kProbeTimeout{1000};
 }  // namespace
 
 StatusServer::StatusServer(Metrics& metrics, const BackendOptions& backend,
-                           std::function<std::string()> rules_problem)
+                           std::shared_ptr<const TlsContexts> tls, std::function<std::string()> rules_problem)
     : metrics_(metrics),
       rules_problem_(std::move(rules_problem)),
-      probe_(context_, backend, kProbeInterval, std::min(kProbeTimeout, backend.connect_timeout)) {
+      probe_(context_, backend, std::move(tls), kProbeInterval, std::min(kProbeTimeout, backend.connect_timeout)) {
   http_.Route("/healthz", [] { return HttpResponse{200, "ok\n"}; });
   http_.Route("/readyz", [this] {
     std::string why = NotReadyReason();
@@ -26,7 +26,7 @@ StatusServer::StatusServer(Metrics& metrics, const BackendOptions& backend,
   });
   metrics_.AddCollector([this](prometheus::TextWriter& out) {
     out.Family("remold_backend_reachable", "gauge",
-               "1 when the backend accepted a TCP connection at the last probe (every second).");
+               "1 when the backend answered the last probe's isMaster (every second), over TLS as real traffic.");
     out.Sample("remold_backend_reachable", {}, uint64_t{probe_.reachable() ? 1u : 0u});
     out.Family("remold_ready", "gauge",
                "1 when /readyz answers 200: rules loaded and backend reachable.");

@@ -3,9 +3,11 @@
 //   GET /metrics  Prometheus text format 0.0.4 (GlobalMetrics and collectors)
 //   GET /healthz  200 "ok" while the process runs
 //   GET /readyz   200 "ready" when the rules are loaded and the backend
-//                 answered the last probe; 503 "not ready: <why>" otherwise
+//                 answered the last probe's isMaster; 503 "not ready: <why>"
+//                 otherwise
 //
-// The backend probe (a TCP connect every second) runs on the same thread.
+// The backend probe (a connection and an isMaster every second, over TLS
+// as real traffic when the backend uses it) runs on the same thread.
 // Nothing here touches the workers: a slow scrape never delays a request.
 #pragma once
 
@@ -24,7 +26,8 @@ namespace remold {
 class StatusServer {
  public:
   // rules_problem: "" when the rules are loaded, else why not (one line).
-  StatusServer(Metrics& metrics, const BackendOptions& backend,
+  // tls: the TLS contexts of real traffic (null: plain TCP on both sides).
+  StatusServer(Metrics& metrics, const BackendOptions& backend, std::shared_ptr<const TlsContexts> tls,
                std::function<std::string()> rules_problem);
   ~StatusServer();
 

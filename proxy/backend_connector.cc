@@ -7,22 +7,22 @@
 namespace remold {
 namespace {
 
-awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
-                                                     const BackendOptions& options,
-                                                     const std::shared_ptr<asio::ssl::context>& tls) {
+std::string HostName(const HostAndPort& target) {
+  return target.host + ":" + std::to_string(target.port);
+}
+
+}  // namespace
+
+awaitable<BackendConnection> OpenBackendHost(const HostAndPort& target, const BackendOptions& options,
+                                             const std::shared_ptr<asio::ssl::context>& tls) {
   auto executor = co_await asio::this_coro::executor;
-  if (options.tls.enabled && !tls) {
-    spdlog::error("backend {}:{}: tls=true but no TLS context was loaded", target.host, target.port);
-    co_return nullptr;
-  }
+  if (options.tls.enabled && !tls)
+    co_return BackendConnection{nullptr, HostName(target) + ": tls=true but no TLS context was loaded"};
   boost::system::error_code ec;
   Resolver resolver(executor);
   auto endpoints = co_await resolver.async_resolve(target.host, std::to_string(target.port),
                                                    asio::redirect_error(use_awaitable, ec));
-  if (ec) {
-    spdlog::warn("backend {}:{}: cannot resolve: {}", target.host, target.port, ec.message());
-    co_return nullptr;
-  }
+  if (ec) co_return BackendConnection{nullptr, HostName(target) + ": cannot resolve: " + ec.message()};
   // One budget, the connect timeout, for the TCP connection and the TLS
   // handshake together.
   Socket socket(executor);
@@ -32,31 +32,36 @@ awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
     open->close(ignored);
   });
   co_await asio::async_connect(socket, endpoints, asio::redirect_error(use_awaitable, ec));
-  if (ec || !socket.is_open()) {
-    spdlog::warn("backend {}:{}: cannot connect: {}", target.host, target.port,
-                 deadline.expired() ? "timed out" : ec.message());
-    co_return nullptr;
-  }
+  if (ec || !socket.is_open())
+    co_return BackendConnection{
+        nullptr, HostName(target) + ": cannot connect: " + (deadline.expired() ? "timed out" : ec.message())};
   auto stream = std::make_unique<MessageStream>(std::move(socket));
   open = &stream->socket();
-  if (!tls) co_return stream;
+  if (!tls) co_return BackendConnection{std::move(stream), ""};
   const bool verify_host = !options.tls.allow_invalid_hostnames && !options.tls.allow_invalid_certificates;
   std::string error = co_await stream->StartTls(tls, TlsRole::kClient, target.host, verify_host);
   if (deadline.expired()) error = "timed out";
-  if (!error.empty()) {
-    std::string hint;
-    if (error.find("certificate verify failed") != std::string::npos) {
-      hint = error.find("mismatch") != std::string::npos
-                 ? " (the certificate does not name this host; tlsAllowInvalidHostnames=true skips the check)"
-                 : options.tls.ca_file.empty() ? " (no tlsCAFile: checked against the system's CAs)"
-                                              : " (checked against tlsCAFile " + options.tls.ca_file + ")";
-    } else if (error.find("wrong version number") != std::string::npos) {
-      hint = " (does the backend speak TLS?)";
-    }
-    spdlog::warn("backend {}:{}: TLS handshake failed: {}{}", target.host, target.port, error, hint);
-    co_return nullptr;
+  if (error.empty()) co_return BackendConnection{std::move(stream), ""};
+  std::string hint;
+  if (error.find("certificate verify failed") != std::string::npos) {
+    hint = error.find("mismatch") != std::string::npos
+               ? " (the certificate does not name this host; tlsAllowInvalidHostnames=true skips the check)"
+           : options.tls.ca_file.empty() ? " (no tlsCAFile: checked against the system's CAs)"
+                                         : " (checked against tlsCAFile " + options.tls.ca_file + ")";
+  } else if (error.find("wrong version number") != std::string::npos) {
+    hint = " (does the backend speak TLS?)";
   }
-  co_return stream;
+  co_return BackendConnection{nullptr, HostName(target) + ": TLS handshake failed: " + error + hint};
+}
+
+namespace {
+
+awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
+                                                     const BackendOptions& options,
+                                                     const std::shared_ptr<asio::ssl::context>& tls) {
+  BackendConnection connection = co_await OpenBackendHost(target, options, tls);
+  if (!connection.stream) spdlog::warn("backend {}", connection.error);
+  co_return std::move(connection.stream);
 }
 
 }  // namespace

@@ -6,12 +6,25 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "proxy/asio.h"
 #include "proxy/backend_uri.h"
 #include "proxy/message_stream.h"
 
 namespace remold {
+
+// A backend connection, or why none could be made: one line that starts
+// with the host ("db1:27017: cannot connect: Connection refused").
+struct BackendConnection {
+  std::unique_ptr<MessageStream> stream;
+  std::string error;
+};
+
+// One host, logging nothing: for a caller that reports failures itself
+// (the readiness probe, which logs only changes).
+awaitable<BackendConnection> OpenBackendHost(const HostAndPort& host, const BackendOptions& options,
+                                             const std::shared_ptr<asio::ssl::context>& tls);
 
 // `tls` is the backend's TLS context (TlsContexts::backend()); null for a
 // plain backend. Returns null when no host could be reached.

@@ -1,12 +1,37 @@
 #include "proxy/backend_probe.h"
 
+#include <bson/bson.h>
 #include <spdlog/spdlog.h>
+
+#include "proxy/backend_connector.h"
+#include "proxy/deadline.h"
+#include "proxy/handshake.h"
+#include "proxy/message_stream.h"
+#include "proxy/op_msg.h"
+#include "proxy/reply_errors.h"
 
 namespace remold {
 
+namespace {
+
+// {isMaster: 1, $db: "admin"} as an OP_MSG: every server version remold
+// supports answers it, before any authentication.
+std::vector<uint8_t> ProbeHello() {
+  bson_t command = BSON_INITIALIZER;
+  BSON_APPEND_INT32(&command, "isMaster", 1);
+  BSON_APPEND_UTF8(&command, "$db", "admin");
+  std::vector<uint8_t> message =
+      wire::EncodeOpMsg(1, 0, 0, {bson_get_data(&command), static_cast<size_t>(command.len)});
+  bson_destroy(&command);
+  return message;
+}
+
+}  // namespace
+
 BackendProbe::BackendProbe(asio::io_context& context, BackendOptions backend,
-                           std::chrono::milliseconds interval, std::chrono::milliseconds timeout)
-    : context_(context), backend_(std::move(backend)), interval_(interval), timeout_(timeout) {}
+                           std::shared_ptr<const TlsContexts> tls, std::chrono::milliseconds interval,
+                           std::chrono::milliseconds timeout)
+    : context_(context), backend_(std::move(backend)), tls_(std::move(tls)), interval_(interval), timeout_(timeout) {}
 
 void BackendProbe::Start() { asio::co_spawn(context_, Loop(), asio::detached); }
 
@@ -16,32 +41,35 @@ std::string BackendProbe::last_error() const {
 }
 
 awaitable<bool> BackendProbe::TryHost(const HostAndPort& target, std::string& error) {
-  const std::string name = target.host + ":" + std::to_string(target.port);
-  boost::system::error_code ec;
-  Resolver resolver(context_);
-  auto endpoints = co_await resolver.async_resolve(target.host, std::to_string(target.port),
-                                                   asio::redirect_error(use_awaitable, ec));
-  if (ec) {
-    error = name + ": cannot resolve: " + ec.message();
+  BackendOptions options = backend_;
+  options.connect_timeout = timeout_;
+  // Named: g++ 12 destroys a temporary in a co_await expression twice.
+  const std::shared_ptr<asio::ssl::context> tls = tls_ ? tls_->backend() : nullptr;
+  BackendConnection connection = co_await OpenBackendHost(target, options, tls);
+  if (!connection.stream) {
+    error = std::move(connection.error);
     co_return false;
   }
-  // Shared with the deadline's handler, which may run after this frame ends.
-  auto socket = std::make_shared<Socket>(context_);
-  SteadyTimer deadline(context_, timeout_);
-  deadline.async_wait([socket](boost::system::error_code wait_ec) {
-    if (!wait_ec) {
-      boost::system::error_code ignored;
-      socket->close(ignored);
-    }
-  });
-  co_await asio::async_connect(*socket, endpoints, asio::redirect_error(use_awaitable, ec));
-  deadline.cancel();
-  const bool connected = !ec && socket->is_open();
-  if (!connected) error = name + ": " + (ec && socket->is_open() ? ec.message() : "timed out");
-  boost::system::error_code ignored;
-  socket->shutdown(Socket::shutdown_both, ignored);
-  socket->close(ignored);
-  co_return connected;
+  MessageStream& stream = *connection.stream;
+  Deadline deadline(context_.get_executor(), timeout_, [&stream] { stream.Close(); });
+  const std::vector<uint8_t> hello = ProbeHello();
+  std::vector<uint8_t> reply;
+  bool answered = co_await stream.Write(hello);
+  if (answered) answered = co_await stream.Read(reply) == ReadStatus::kOk;
+  const std::string name = target.host + ":" + std::to_string(target.port);
+  if (!answered) {
+    error = name + ": no answer to isMaster: " + (deadline.expired() ? "timed out" : "connection closed");
+    co_return false;
+  }
+  deadline.Cancel();
+  stream.Close();
+  const std::optional<std::span<const uint8_t>> document = wire::HandshakeReplyDocument(reply);
+  const std::optional<wire::ReplyErrors> errors = document ? wire::ScanReplyErrors(*document) : std::nullopt;
+  if (!errors || errors->failed) {
+    error = name + ": isMaster failed" + (errors && errors->code ? " (code " + std::to_string(*errors->code) + ")" : "");
+    co_return false;
+  }
+  co_return true;
 }
 
 awaitable<void> BackendProbe::Loop() {

@@ -366,6 +366,26 @@ def test_backend_tls_wrong_ca_fails_cleanly(private_remold, terminator, pki):
     assert f"checked against tlsCAFile {pki.other_ca.cert}" in remold.stderr()
 
 
+def test_readyz_probes_the_backend_over_its_tls(private_remold, terminator, pki):
+    """/readyz means a request would be served: its probe connects as real
+    traffic does (the TLS handshake with the same CA) and sends an isMaster.
+    A TCP connect alone reported ready with a CA that fails every request."""
+    from test_metrics import http_get, start_observed, wait_for
+    t = terminator()
+    wrong, address = start_observed(private_remold, backend_uri=t.uri(tlsCAFile=str(pki.other_ca.cert)))
+    status, body, _ = wait_for(lambda: (r := http_get(address, "/readyz"))[0] == 503 and
+                               "backend" in r[1] and r, 10, "/readyz 503 with the wrong CA")
+    assert body.startswith("not ready: backend unreachable: "), body
+    assert "TLS handshake failed: certificate verify failed" in body, body
+    assert body.count("\n") == 1, "one line"
+    assert_backend_unreachable(wrong, "TLS handshake failed")  # and requests fail, as /readyz says
+
+    right, address = start_observed(private_remold, backend_uri=t.uri(tlsCAFile=str(pki.ca.cert)))
+    wait_for(lambda: http_get(address, "/readyz")[:2] == (200, "ready\n"), 10, "/readyz 200 with the right CA")
+    with plain_client(right) as client:
+        assert client.admin.command("ping")["ok"] == 1
+
+
 def test_backend_tls_host_name_mismatch(private_remold, terminator, pki, direct_client, db_name):
     t = terminator(cert=pki.new_server_cert("elsewhere", sans=("DNS:db.elsewhere.invalid",)))
     strict = private_remold(backend_uri=t.uri(tlsCAFile=str(pki.ca.cert)))
