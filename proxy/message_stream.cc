@@ -96,6 +96,7 @@ bool MessageStream::CompressedTooLarge(const std::vector<uint8_t>& message) {
 
 bool MessageStream::HasPendingInput() {
   if (mid_message_ || end_ > begin_) return true;
+  if (tls_ && TlsHasPendingInput()) return true;
   boost::system::error_code ec;
   const size_t waiting = socket_.available(ec);
   return !ec && waiting > 0;

@@ -84,7 +84,8 @@ class MessageStream {
   void EnableIdleTimeout(std::chrono::milliseconds timeout, std::function<void()> on_idle);
 
   // Whether part of a next message has arrived: read ahead into the
-  // buffer, or waiting in the socket. A session that is between requests
+  // buffer, inside OpenSSL (a TLS record not yet decrypted whole), or
+  // waiting in the socket. A session that is between requests
   // but has this is not idle (SIGTERM lets it finish that request).
   bool HasPendingInput();
   // Whether the peer has closed the connection (or reset it) while it was
@@ -117,6 +118,7 @@ class MessageStream {
   awaitable<ReadStatus> ReadTls(std::vector<uint8_t>& out);
   awaitable<bool> WriteTls(std::span<const uint8_t> message);
   awaitable<bool> DiscardRejectedTls();
+  bool TlsHasPendingInput();
   // Sends what the plain socket takes at once; the bytes sent, or nullopt
   // when the connection has failed.
   std::optional<size_t> SendWithoutWaiting(std::span<const uint8_t> message);

@@ -88,4 +88,12 @@ awaitable<bool> MessageStream::WriteTls(std::span<const uint8_t> message) {
 
 awaitable<bool> MessageStream::DiscardRejectedTls() { return DiscardRejectedFrom<TlsStream>(); }
 
+// Bytes read from the socket go into OpenSSL at once (Asio's TLS stream
+// hands them over in the same completion): a record not yet decrypted whole
+// is in the SSL object's read buffer or in the BIO it reads from.
+bool MessageStream::TlsHasPendingInput() {
+  SSL* handle = tls_->stream.native_handle();
+  return SSL_has_pending(handle) == 1 || BIO_pending(SSL_get_rbio(handle)) > 0;
+}
+
 }  // namespace remold

@@ -214,6 +214,77 @@ def test_sighup_reloads_the_certificate(tls_remold, pki, tmp_path, direct_client
         direct_client.drop_database(db_name)
 
 
+class RawTls:
+    """A TLS client over a plain socket through memory BIOs, so a test sends
+    exactly the encrypted bytes it chooses (part of a record, say)."""
+
+    def __init__(self, address: tuple[str, int], ca: Path):
+        context = ssl.create_default_context(cafile=str(ca))
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = context.wrap_bio(self.incoming, self.outgoing, server_hostname=address[0])
+        self.sock = socket.create_connection(address, timeout=10)
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.sock.sendall(self.outgoing.read())
+                self.incoming.write(self.sock.recv(65536))
+        self.sock.sendall(self.outgoing.read())
+
+    def encrypt(self, data: bytes) -> bytes:
+        self.tls.write(data)
+        return self.outgoing.read()
+
+    def recv_message(self) -> wire.Reply:
+        """One whole wire message, decrypted; raises wire.ConnectionClosed at EOF."""
+        plain = b""
+        while len(plain) < 4 or len(plain) < int.from_bytes(plain[:4], "little"):
+            try:
+                plain += self.tls.read(65536)
+                continue
+            except ssl.SSLWantReadError:
+                pass
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise wire.ConnectionClosed("EOF")
+            self.incoming.write(chunk)
+        length = int.from_bytes(plain[:4], "little")
+        return wire.parse_message(wire.HEADER.unpack(plain[:wire.HEADER.size]), plain[wire.HEADER.size:length])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_sigterm_keeps_a_request_inside_a_tls_record(tls_remold, pki, direct_client, db_name):
+    """SIGTERM while only part of a TLS record carrying a request has arrived:
+    the bytes are inside OpenSSL, not yet decrypted, and remold still counts
+    the request as arriving: it is read to its end and answered."""
+    remold = tls_remold()
+    client = RawTls(remold.address, pki.ca.cert)
+    try:
+        client.sock.sendall(client.encrypt(wire.op_msg({"ping": 1, "$db": "admin"})))
+        assert client.recv_message().doc["ok"] == 1
+        record = client.encrypt(wire.op_msg({"insert": "tls_partial", "documents": [{"_id": 1}],
+                                             "$db": db_name}))
+        client.sock.sendall(record[:30])  # the record's header and part of its body
+        time.sleep(0.3)
+        remold.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        try:
+            client.sock.sendall(record[30:])
+            reply = client.recv_message()
+        except (wire.ConnectionClosed, OSError) as exc:
+            pytest.fail(f"the request inside a TLS record at SIGTERM was dropped: {type(exc).__name__}: {exc}")
+        assert reply.doc.get("ok") == 1 and reply.doc.get("n") == 1, reply.doc
+        assert direct_client[db_name].tls_partial.count_documents({}) == 1
+        rc = remold.terminate()
+        assert rc == 0, f"remold exited {rc}; stderr:\n{remold.stderr()}"
+    finally:
+        client.close()
+        direct_client.drop_database(db_name)
+
+
 def test_too_many_connections_over_tls(tls_remold, pki):
     remold = tls_remold(extra=("--max-connections", "1"))
     first = tls_socket(remold.address, pki.ca.cert)
