@@ -445,7 +445,7 @@ def test_readyz_probes_the_backend_over_its_tls(private_remold, terminator, pki)
     t = terminator()
     wrong, address = start_observed(private_remold, backend_uri=t.uri(tlsCAFile=str(pki.other_ca.cert)))
     status, body, _ = wait_for(lambda: (r := http_get(address, "/readyz"))[0] == 503 and
-                               "backend" in r[1] and r, 10, "/readyz 503 with the wrong CA")
+                               "unreachable" in r[1] and r, 10, "/readyz 503 with the wrong CA")
     assert body.startswith("not ready: backend unreachable: "), body
     assert "TLS handshake failed: certificate verify failed" in body, body
     assert body.count("\n") == 1, "one line"
