@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/bson_walk.h"
+
 namespace remold {
 
 Doc::Doc() { bson_init(&bson_); }
@@ -234,18 +236,18 @@ std::vector<Doc> ArrayDocuments(const bson_iter_t& array_iter) {
   return docs;
 }
 
+// Walked with WalkTopLevel, not a libbson iterator: an insert's documents
+// pass here once per document (measured with callgrind: a third of the cost).
 std::vector<std::span<const uint8_t>> ArrayDocumentViews(const bson_iter_t& array_iter) {
   std::vector<std::span<const uint8_t>> views;
-  bson_iter_t child;
-  bson_iter_t copy = array_iter;
-  if (!bson_iter_recurse(&copy, &child)) return views;
-  while (bson_iter_next(&child)) {
-    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) continue;
-    uint32_t length = 0;
-    const uint8_t* data = nullptr;
-    bson_iter_document(&child, &length, &data);
-    views.emplace_back(data, length);
-  }
+  if (!BSON_ITER_HOLDS_ARRAY(&array_iter)) return views;
+  uint32_t length = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_array(&array_iter, &length, &data);
+  WalkTopLevel({data, length}, [&views](const BsonElement& element) {
+    if (element.type == BSON_TYPE_DOCUMENT) views.push_back(element.value);
+    return true;
+  });
   return views;
 }
 

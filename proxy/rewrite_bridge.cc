@@ -1,5 +1,6 @@
 #include "proxy/rewrite_bridge.h"
 
+#include "common/bson_walk.h"
 #include "proxy/bson_check.h"
 #include "proxy/op_msg.h"
 #include "rewrite/command_namespace.h"
@@ -16,10 +17,12 @@ void AddMissingIds(Command& command) {
   // Drivers give every document an _id: look before copying anything.
   bool all_have_ids = true;
   for (std::span<const uint8_t> view : ArrayDocumentViews(*documents)) {
-    bson_t doc;
-    bson_iter_t id;
-    all_have_ids = all_have_ids && bson_init_static(&doc, view.data(), view.size()) &&
-                   bson_iter_init_find(&id, &doc, "_id");
+    bool has_id = false;
+    WalkTopLevel(view, [&has_id](const BsonElement& element) {
+      has_id = element.key == "_id";
+      return !has_id;
+    });
+    all_have_ids = all_have_ids && has_id;
   }
   if (all_have_ids) return;
   std::vector<Doc> docs = ArrayDocuments(*documents);
