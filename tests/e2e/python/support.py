@@ -2,17 +2,23 @@
 
 - ``CommandLog``: a pymongo command listener that records events.
 - ``run_explain``: the backend commands ``remold explain`` prints.
+- ``assert_request_survives_sigterm``: SIGTERM between a request's first
+  bytes and the rest.
 """
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
+from typing import Callable
 
 from bson import json_util
 from pymongo import monitoring
 
-from conftest import require_binary
+import wire
+from conftest import Remold, require_binary
 
 
 class CommandLog(monitoring.CommandListener):
@@ -57,3 +63,24 @@ def run_explain(rules_dir: Path, db: str, command: dict) -> list[dict]:
                 if line.startswith("command ") and line.rstrip().endswith(":")]
     assert commands, f"remold explain printed no backend command:\n{result.stdout}"
     return commands
+
+
+def assert_request_survives_sigterm(remold: Remold, send_first: Callable[[], None],
+                                    send_rest: Callable[[], None],
+                                    receive: Callable[[], "wire.Reply"]) -> "wire.Reply":
+    """Sends a request's first bytes, SIGTERMs remold, sends the rest: the
+    request was arriving, so remold must answer it, then exit 0. Returns
+    the reply."""
+    send_first()
+    time.sleep(0.3)
+    remold.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    try:
+        send_rest()
+        reply = receive()
+    except (wire.ConnectionClosed, OSError) as exc:
+        raise AssertionError(f"the request being received at SIGTERM was dropped: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    rc = remold.terminate()
+    assert rc == 0, f"remold exited {rc}; stderr:\n{remold.stderr()}"
+    return reply

@@ -17,6 +17,7 @@ from pymongo import monitoring
 
 import wire
 from conftest import _REMOLD_LINE, REMOLD_START_TIMEOUT, read_port_line, require_binary
+from support import assert_request_survives_sigterm
 
 # A portable, CPU-bound single request: an unindexed self-$lookup is
 # quadratic in the collection size on every MongoDB-compatible server.
@@ -133,20 +134,13 @@ def test_sigterm_keeps_a_partly_received_request(private_remold, direct_client, 
     try:
         assert wire.command(sock, {"ping": 1})["ok"] == 1
         message = wire.op_msg({"insert": "partial", "documents": [{"_id": 1}], "$db": db_name})
-        sock.sendall(message[:20])  # the header and the flags: remold is reading this request
-        time.sleep(0.3)
-        remold.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        try:
-            sock.sendall(message[20:])
-            reply = wire.recv_message(sock, timeout=10)
-        except (wire.ConnectionClosed, OSError) as exc:
-            pytest.fail(f"the request being received at SIGTERM was dropped: "
-                        f"{type(exc).__name__}: {exc}")
+        reply = assert_request_survives_sigterm(
+            remold,
+            lambda: sock.sendall(message[:20]),  # the header and the flags: remold is reading this request
+            lambda: sock.sendall(message[20:]),
+            lambda: wire.recv_message(sock, timeout=10))
         assert reply.doc.get("ok") == 1 and reply.doc.get("n") == 1, reply.doc
         assert direct_client[db_name].partial.count_documents({}) == 1
-        rc = remold.terminate()
-        assert rc == 0, f"remold exited {rc}; stderr:\n{remold.stderr()}"
     finally:
         sock.close()
         direct_client.drop_database(db_name)

@@ -27,6 +27,7 @@ from pymongo.errors import PyMongoError, ServerSelectionTimeoutError
 
 import wire
 from conftest import NO_PROXY, Remold, require_binary
+from support import assert_request_survives_sigterm
 from tls_certs import Ca, Cert, make_ca, make_cert, require_openssl
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="remold's own TLS; REMOLD_TEST_NO_PROXY=1")
@@ -267,19 +268,13 @@ def test_sigterm_keeps_a_request_inside_a_tls_record(tls_remold, pki, direct_cli
         assert client.recv_message().doc["ok"] == 1
         record = client.encrypt(wire.op_msg({"insert": "tls_partial", "documents": [{"_id": 1}],
                                              "$db": db_name}))
-        client.sock.sendall(record[:30])  # the record's header and part of its body
-        time.sleep(0.3)
-        remold.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        try:
-            client.sock.sendall(record[30:])
-            reply = client.recv_message()
-        except (wire.ConnectionClosed, OSError) as exc:
-            pytest.fail(f"the request inside a TLS record at SIGTERM was dropped: {type(exc).__name__}: {exc}")
+        reply = assert_request_survives_sigterm(
+            remold,
+            lambda: client.sock.sendall(record[:30]),  # the record's header and part of its body
+            lambda: client.sock.sendall(record[30:]),
+            client.recv_message)
         assert reply.doc.get("ok") == 1 and reply.doc.get("n") == 1, reply.doc
         assert direct_client[db_name].tls_partial.count_documents({}) == 1
-        rc = remold.terminate()
-        assert rc == 0, f"remold exited {rc}; stderr:\n{remold.stderr()}"
     finally:
         client.close()
         direct_client.drop_database(db_name)
