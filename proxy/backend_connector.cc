@@ -2,6 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
 #include "proxy/deadline.h"
 
 namespace remold {
@@ -56,11 +61,44 @@ awaitable<BackendConnection> OpenBackendHost(const HostAndPort& target, const Ba
 
 namespace {
 
+// Every session retries while its member is down (every 20 ms until the
+// monitor notices): one line per host and second, process-wide, says how
+// many failures it stands for.
+class FailureLog {
+ public:
+  void Note(const std::string& host, const std::string& error) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mutex_);
+    Entry& entry = entries_[host];
+    if (now - entry.logged < std::chrono::seconds(1)) {
+      ++entry.unlogged;
+      return;
+    }
+    if (entry.unlogged == 0) spdlog::warn("backend {}", error);
+    else spdlog::warn("backend {} ({} more failure(s) in the last second)", error, entry.unlogged);
+    entry.logged = now;
+    entry.unlogged = 0;
+  }
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point logged;
+    uint64_t unlogged = 0;
+  };
+  std::mutex mutex_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+FailureLog& ConnectFailures() {
+  static FailureLog* log = new FailureLog;  // never destroyed: sessions may log until exit
+  return *log;
+}
+
 awaitable<std::unique_ptr<MessageStream>> ConnectOne(const HostAndPort& target,
                                                      const BackendOptions& options,
                                                      const std::shared_ptr<asio::ssl::context>& tls) {
   BackendConnection connection = co_await OpenBackendHost(target, options, tls);
-  if (!connection.stream) spdlog::warn("backend {}", connection.error);
+  if (!connection.stream) ConnectFailures().Note(HostName(target), connection.error);
   co_return std::move(connection.stream);
 }
 

@@ -175,6 +175,9 @@ awaitable<bool> BackendLinks::Connect(const Member& member) {
   std::unique_ptr<MessageStream> stream =
       co_await ConnectBackendHost(member.host, shared_.backend, shared_.policy.backend_tls());
   if (!stream) co_return false;
+  // A direct link opened while the monitor knew no member is not used again
+  // now that it knows one.
+  DropLinks([](const Link& link) { return link.address.empty(); });
   current_ = stream.get();
   current_address_ = address;
   current_kind_ = kind;
@@ -194,6 +197,9 @@ awaitable<bool> BackendLinks::ConnectDirect() {
     spdlog::warn("session {}: no backend reachable; closing the client connection", session_id_);
     co_return false;
   }
+  // The monitor knows no member: links to members are not used until it
+  // does, and a member that comes back gets a new one.
+  DropLinks([](const Link& link) { return !link.address.empty(); });
   current_ = stream.get();
   current_address_.clear();
   current_kind_ = MemberKind::kUnknown;
@@ -263,6 +269,18 @@ void BackendLinks::NoteCompressionChosen(std::optional<wire::Compressor> chosen)
     link->compressor = chosen;
     any_compressor_ = any_compressor_ || chosen.has_value();
   }
+}
+
+void BackendLinks::DropLinks(const std::function<bool(const Link&)>& superseded) {
+  std::erase_if(links_, [&](const Link& link) {
+    if (!superseded(link) || (authenticated_ && *authenticated_ == link.address)) return false;
+    if (current_ == link.stream.get()) {
+      current_ = nullptr;
+      current_address_.clear();
+    }
+    link.stream->Close();
+    return true;
+  });
 }
 
 void BackendLinks::CloseAll() {

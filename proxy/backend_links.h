@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -134,6 +135,10 @@ class BackendLinks {
   bool DropIfClosedWhileIdle(std::vector<Link>::iterator link, std::chrono::steady_clock::time_point now);
   awaitable<bool> Connect(const Member& member);
   awaitable<bool> ConnectDirect();
+  // Closes and forgets the links `superseded` picks (a direct link once a
+  // member is known, member links while none is), but never the one that
+  // carries the client's credentials.
+  void DropLinks(const std::function<bool(const Link&)>& superseded);
 
   Shared shared_;
   const uint64_t session_id_;

@@ -35,6 +35,7 @@ test bugs).
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -430,3 +431,68 @@ def test_authenticated_connection_idle_across_backend_restart_is_closed(killable
         sock.close()
         remold.kill()
         remold.stderr_path.unlink(missing_ok=True)
+
+
+def backend_connections(pid: int, port: int) -> int:
+    """Established TCP connections the process ``pid`` holds to ``port`` on loopback (from /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            for line in list(lines)[1:]:
+                fields = line.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if fields[3] == "01" and remote_port == port and fields[9] in inodes:  # 01: ESTABLISHED
+                    count += 1
+    return count
+
+
+def test_backend_outage_leaves_one_link_per_session(killable_backend, fault_remold):
+    """While the monitor knows no member, a session reaches the backend
+    directly; once the monitor sees the member again, the session's next
+    request goes to a link to it, and the direct link is closed, not kept
+    for the session's life (the soak found two backend connections per
+    client connection after each outage)."""
+    backend = killable_backend
+    remold = fault_remold(f"{backend.uri.rstrip('/')}/?heartbeatFrequencyMS=500")
+    if remold is None:
+        pytest.skip("asserts remold's own behaviour; REMOLD_TEST_NO_PROXY=1")
+    stop = threading.Event()
+
+    def requests() -> None:
+        sock = wire.connect(remold.host, remold.port)
+        while not stop.is_set():
+            try:
+                wire.command(sock, {"find": "c", "filter": {}}, db="outage", timeout=30)
+            except (wire.ConnectionClosed, OSError):
+                sock.close()
+                sock = wire.connect(remold.host, remold.port)
+            time.sleep(0.01)
+        sock.close()
+
+    client = threading.Thread(target=requests, daemon=True)
+    client.start()
+    try:
+        time.sleep(1.5)
+        before = backend_connections(remold.proc.pid, backend.port)
+        backend.kill()
+        time.sleep(3)  # the monitor marks the member unknown (heartbeat 500 ms)
+        backend.start()
+        time.sleep(6)  # sessions reach it directly, then through the member the monitor sees again
+        after = backend_connections(remold.proc.pid, backend.port)
+        assert after <= before, (f"remold held {before} backend connections before the outage and "
+                                 f"{after} after, for the same one client connection")
+        # Sessions retry every 20 ms while the member is down: the log says so once a second.
+        failures = [line for line in remold.stderr().splitlines() if "cannot connect" in line]
+        assert len(failures) <= 6, f"{len(failures)} connect failures logged for a 3 s outage:\n" + \
+            "\n".join(failures[:20])
+    finally:
+        stop.set()
+        client.join(timeout=40)
