@@ -33,14 +33,20 @@ import pymongo
 SRC = Path(__file__).resolve().parents[1]
 
 
-def start_backend() -> tuple[str, subprocess.Popen]:
+def start_backend(data_file: str | None = None, port: int = 0) -> tuple[str, subprocess.Popen]:
+    """mongo-java-server on `port` (0: a free one), in memory; with `data_file`
+    the durable H2 mode (tests/backend/Launcher.java): every command committed
+    to the file before its reply, so a SIGKILL loses nothing acknowledged and a
+    backend started again on the file finds the data."""
     proc = subprocess.Popen(["java", "-cp", "tests/backend/lib/*:tests/backend/classes", "Launcher",
-                             "127.0.0.1", "0"], cwd=SRC, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             "127.0.0.1", str(port), *([data_file] if data_file else [])],
+                            cwd=SRC, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     for line in proc.stdout:
         match = re.match(r"listening (\S+):(\d+)$", line.strip())
         if match:
             return f"mongodb://{match.group(1)}:{match.group(2)}/", proc
+    proc.wait(30)
     raise RuntimeError("backend did not start")
 
 
