@@ -4,7 +4,8 @@ sequence, and keys of its own in every workload, so what it was told about
 its documents is all that decides what they must hold.
 
   client.attempt(op, fn) -> Outcome     runs fn(); counts the op, and the error
-                                        if it raised one
+                                        if it raised one (whether in an outage:
+                                        from a kill to RECOVERY s after the restart)
   Outcome.ok / .result / .faulted       faulted: it failed, or it was in flight
                                         while the backend was down (a write's
                                         follow-ups may not have run)
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import pymongo
 from pymongo.errors import PyMongoError
 
+from soak_faults import RECOVERY
 from soak_ledger import Problem
 
 
@@ -53,10 +55,12 @@ class Client:
         try:
             result, ok = fn(), True
         except PyMongoError as exc:
-            self.tally.error(exc)
             result, ok = exc, False
+        ended = time.monotonic()
+        if not ok:
+            self.tally.error(result, self.outages.overlaps(started, ended, RECOVERY))
         self.tally.op(op)
-        return Outcome(ok, result, not ok or self.outages.overlaps(started, time.monotonic()))
+        return Outcome(ok, result, not ok or self.outages.overlaps(started, ended))
 
     def wrong(self, where: str, detail: str) -> None:
         self.tally.problem(Problem("wrong answer", f"{where} ({self.tag})", detail))
@@ -68,8 +72,8 @@ class Client:
                 workload = self.rng.choices(workloads, weights)[0]
                 try:
                     workload.step(self)
-                except Exception as exc:  # a bug of the soak itself: say it, count it, go on
-                    self.tally.error(exc)
+                except Exception as exc:  # a bug of the soak, or a reply pymongo cannot read
+                    self.tally.error(exc, False)
                     print(f"soak: client {self.tag}, {workload.name}: {traceback.format_exc()}",
                           file=sys.stderr, flush=True)
                     time.sleep(1)

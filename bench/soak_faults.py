@@ -12,8 +12,9 @@ port, and rule reloads.
                                records the outage
     .stop()
   Outages                      when the backend was down
-    .overlaps(started, ended)  was an operation in flight during an outage
-                               (or within GRACE seconds after it)
+    .overlaps(started, ended, grace=GRACE)
+                               was an operation in flight during an outage
+                               (or within `grace` seconds after it)
   reload_rules(directory, n, remold_pid) -> max_count
                                rewrites a rule (soak_rules.write_reload) and
                                sends remold SIGHUP
@@ -28,7 +29,8 @@ import time
 from bench_processes import start_backend
 from soak_rules import write_reload
 
-GRACE = 2.0
+GRACE = 2.0         # a write's follow-ups may have missed the backend
+RECOVERY = 10.0     # clients may still see errors of the outage
 
 
 class Outages:
@@ -44,9 +46,9 @@ class Outages:
         with self._lock:
             self._windows[-1][1] = time.monotonic()
 
-    def overlaps(self, started: float, ended: float) -> bool:
+    def overlaps(self, started: float, ended: float, grace: float = GRACE) -> bool:
         with self._lock:
-            return any(ended >= down and (up is None or started <= up + GRACE) for down, up in self._windows)
+            return any(ended >= down and (up is None or started <= up + grace) for down, up in self._windows)
 
     def count(self) -> int:
         return len(self._windows)

@@ -18,9 +18,12 @@ documents are checked through remold and on the backend directly
 
 Exit status 1 when anything acknowledged is lost (or a delete undone, a
 value wrong, a write doubled, a phantom, a maintained value wrong where no
-fault explains it, a wrong answer during the run), when remold's RSS grew
-more than RSS_LIMIT % from the end of the warm-up to the end of the load,
-when a reload failed or was not seen, or when remold died; else 0.
+fault explains it, a wrong answer during the run), when an operation failed
+outside a backend outage (from the kill to 10 s after the restart: any
+error, network or server's, or a reply pymongo could not read), when
+remold's RSS grew more than RSS_LIMIT % from the end of the warm-up to the
+end of the load, when a reload failed or was not seen, or when remold died
+or did not exit 0 on SIGTERM; else 0.
 
 Usage: .venv/bin/python bench/soak_run.py --minutes 30 --build build [--clients 64]
 Environment (seconds): REMOLD_SOAK_RELOAD_SECONDS (60), REMOLD_SOAK_RESTART_SECONDS
@@ -56,7 +59,7 @@ from soak_readings import Readings
 from soak_report import bench_json, minute_line, summary
 from soak_reviews import Reviews
 from soak_rules import DB, write_rules
-from soak_tally import Tally
+from soak_tally import Tally, unexpected
 from soak_users import Users
 
 
@@ -221,6 +224,8 @@ def main() -> int:
     growth = 100.0 * (final["rss_kb"] - warm["rss_kb"]) / warm["rss_kb"] if warm["rss_kb"] else 0.0
     if final["rss_kb"] and growth > soak.rss_limit:
         soak.failures.append(f"remold's RSS grew {growth:.1f}% (limit {soak.rss_limit:g}%)")
+    if unexpected(tally.errors_total):
+        soak.failures.append(f"{unexpected(tally.errors_total)} errors outside a backend outage")
     if reload_counts[1]:
         soak.failures.append(f"{reload_counts[1]} rule reloads failed")
     elif final["rss_kb"] and reload_counts[0] < soak.reloads_sent + 1:

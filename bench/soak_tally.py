@@ -6,7 +6,10 @@ and a count since the last `take()`.
                          AutoReconnect family), "server:<code>" (a command error),
                          "write:<code>" (a write error), "other:<Type>"
   tally.op(name)         one operation done (whatever its outcome)
-  tally.error(exc)       one operation failed with exc
+  tally.error(exc, in_outage)
+                         one operation failed with exc; outside an outage its
+                         kind gets " (no outage)" appended
+  unexpected(errors)     how many of these errors came outside an outage
   tally.problem(p)       a wrong answer seen during the run
   tally.take()           (ops, errors by kind, problems) since the last take
   tally.ops_total, tally.errors_total, tally.problems
@@ -17,6 +20,12 @@ import threading
 from collections import Counter
 
 from pymongo.errors import AutoReconnect, BulkWriteError, ConnectionFailure, OperationFailure, WriteError
+
+NO_OUTAGE = " (no outage)"
+
+
+def unexpected(errors: Counter) -> int:
+    return sum(n for kind, n in errors.items() if kind.endswith(NO_OUTAGE))
 
 
 def error_kind(exc: BaseException) -> str:
@@ -50,8 +59,8 @@ class Tally:
             self.ops_total[name] += 1
             self._ops += 1
 
-    def error(self, exc: BaseException) -> str:
-        kind = error_kind(exc)
+    def error(self, exc: BaseException, in_outage: bool) -> str:
+        kind = error_kind(exc) + ("" if in_outage else NO_OUTAGE)
         with self._lock:
             self.errors_total[kind] += 1
             self._errors[kind] += 1
