@@ -217,9 +217,13 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
 }  // namespace
 
 RuleLoadResult LoadRuleText(const std::string& text, const std::string& source) {
+  return LoadRuleTexts({{source, text}});
+}
+
+RuleLoadResult LoadRuleTexts(const std::vector<RuleFileText>& files) {
   std::vector<Rule> rules;
   std::vector<std::string> errors;
-  ParseInto(text, source, rules, errors);
+  for (const RuleFileText& file : files) ParseInto(file.text, file.source, rules, errors);
   return Finish(std::move(rules), std::move(errors));
 }
 

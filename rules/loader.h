@@ -34,4 +34,12 @@ RuleLoadResult LoadRuleDirectory(const std::string& directory);
 // Loads one rule from YAML text; `source` names it in messages.
 RuleLoadResult LoadRuleText(const std::string& text, const std::string& source);
 
+// Loads rule files given as text, in this order, as a directory holding
+// them loads (what tests and the fuzz target of the loader use).
+struct RuleFileText {
+  std::string source;  // names the file in messages; its stem names the rule
+  std::string text;
+};
+RuleLoadResult LoadRuleTexts(const std::vector<RuleFileText>& files);
+
 }  // namespace remold
