@@ -683,7 +683,9 @@ void AggregateMaintenance::ScheduleExtremeCheck(CommandQueue& queue,
   queue.Push(std::move(read), [this, &queue, by_id](const Doc& reply) {
     // A failed read confirms nothing: every value is recomputed.
     std::vector<Doc> docs = IsOkReply(reply) ? FirstBatch(reply) : std::vector<Doc>();
-    for (auto [t, i] : by_id) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    for (const auto& entry : by_id) {
+      const size_t t = entry.first, i = entry.second;
       const Target& target = targets_[t];
       const MaintainedField& field = aggregate_.fields[i];
       const bool holds = std::any_of(docs.begin(), docs.end(), [&](const Doc& doc) {
