@@ -13,6 +13,7 @@
 
 #include "rules/file_context.h"
 #include "rules/rule.h"
+#include "rules/utf8_text.h"
 
 namespace remold {
 namespace {
@@ -158,6 +159,11 @@ std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
 
 void ParseInto(const std::string& text, const std::string& source, std::vector<Rule>& rules,
                std::vector<std::string>& errors) {
+  if (std::optional<int> line = FirstLineNotUtf8(text)) {
+    errors.push_back(source + ":" + std::to_string(*line) +
+                     ": the text is not UTF-8, expected a YAML file in UTF-8");
+    return;
+  }
   FileContext ctx(source);
   std::optional<Rule> rule;
   try {
