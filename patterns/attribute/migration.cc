@@ -27,7 +27,7 @@ std::optional<Doc> FlatDocument(const AttributeRule& rule, const bson_t* stored,
 
 std::string DocumentsToMigrate(const AttributeRule& rule, MigrationDirection direction) {
   if (direction == MigrationDirection::kToRule) return rule.Unconverted();
-  return "{\"" + rule.array_field + "\": {\"$exists\": true}}";
+  return "{" + JsonQuote(rule.array_field) + ": {\"$exists\": true}}";
 }
 
 std::optional<Doc> MigratedDocument(const AttributeRule& rule, const bson_t* document,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/doc.h"
 #include "rules/file_context.h"
 
 namespace remold {
@@ -118,12 +119,13 @@ std::string AttributeRule::Unconverted() const {
   std::string json;
   if (!fields.empty()) {
     for (const std::string& field : fields)
-      json += (json.empty() ? "" : ", ") + std::string("{\"") + field + "\": {\"$exists\": true}}";
+      json += std::string(json.empty() ? "" : ", ") + "{" + JsonQuote(field) + ": {\"$exists\": true}}";
     return "{\"$or\": [" + json + "]}";
   }
   std::string kept = "\"_id\"";
-  for (const std::string& field : except) kept += ", \"" + field + "\"";
-  return "{\"" + array_field + "\": {\"$exists\": false}, \"$expr\": {\"$gt\": [{\"$size\": {\"$filter\": "
+  for (const std::string& field : except) kept += ", " + JsonQuote(field);
+  return "{" + JsonQuote(array_field) +
+         ": {\"$exists\": false}, \"$expr\": {\"$gt\": [{\"$size\": {\"$filter\": "
          "{\"input\": {\"$objectToArray\": \"$$ROOT\"}, \"cond\": {\"$not\": [{\"$in\": [\"$$this.k\", [" +
          kept + "]]}]}}}}, 0]}}";
 }

@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 
+#include "common/doc.h"
 #include "rules/file_context.h"
 
 namespace remold {
@@ -273,7 +274,7 @@ std::string VersionedRule::OlderVersionValues() const {
 }
 
 std::string VersionedRule::Unconverted() const {
-  return "{\"" + field + "\": {\"$in\": " + OlderVersionValues() + "}}";
+  return "{" + JsonQuote(field) + ": {\"$in\": " + OlderVersionValues() + "}}";
 }
 
 }  // namespace remold

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "patterns/attribute/migration.h"
 #include "rules/loader.h"
 #include "tests/unit/rule_texts.h"
 
@@ -78,6 +79,32 @@ TEST(UnconvertedProbes, AMigratingRuleCountsWhatTheMigrationHasLeft) {
             "rule 'gone' (attribute, shop.gone): 2 document(s) are still in the rule's form: the rule is "
             "migrating to the flat form: reads cover both forms; `remold migrate --rule gone --to flat` "
             "converts them");
+}
+
+// The filters quote the names they hold: a name with a quote or a
+// backslash once made a filter that did not parse, and an update on a
+// migrating attribute rule's collection crashed remold (found by fuzz_rules).
+TEST(UnconvertedProbes, NamesWithQuotesOrBackslashesAreQuoted) {
+  auto rules = Rules({
+      {"items.yaml", "namespace: shop.items\npattern: attribute\nattribute:\n  array: specs\n"
+                     "  fields: ['co\"lor']\n"},
+      {"products.yaml", "namespace: shop.products\npattern: attribute\nattribute:\n  array: 'pr\"ops'\n"
+                        "  except: ['na\\me']\n"},
+      {"users.yaml", "namespace: app.users\npattern: versioned\nversioned:\n  field: 'sche\"ma'\n"
+                     "  versions:\n    - version: 1\n    - version: 2\n"},
+  });
+  std::map<std::string, UnconvertedProbe> by_rule;
+  for (UnconvertedProbe& probe : UnconvertedProbes(*rules)) by_rule.emplace(probe.rule, std::move(probe));
+  ASSERT_EQ(by_rule.size(), 3u);
+  EXPECT_EQ(by_rule.at("items").filter, Json(R"({"$or": [{"co\"lor": {"$exists": true}}]})"));
+  EXPECT_EQ(by_rule.at("products").filter,
+            Json(R"({"pr\"ops": {"$exists": false}, "$expr": {"$gt": [{"$size": {"$filter": {
+                       "input": {"$objectToArray": "$$ROOT"},
+                       "cond": {"$not": [{"$in": ["$$this.k", ["_id", "na\\me"]]}]}}}}, 0]}})"));
+  EXPECT_EQ(by_rule.at("users").filter, Json(R"({"sche\"ma": {"$in": [null, 1]}})"));
+  const AttributeRule& products = std::get<AttributeRule>(rules->Find("shop", "products")->pattern);
+  EXPECT_EQ(Json(DocumentsToMigrate(products, MigrationDirection::kToFlat)),
+            Json(R"({"pr\"ops": {"$exists": true}})"));
 }
 
 TEST(UnconvertedProbes, AfterAReloadOnlyNewOrChangedRules) {
