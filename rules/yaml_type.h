@@ -6,12 +6,64 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
+#include <string_view>
 
 namespace remold {
 
 enum class YamlType { kNull, kBool, kInt, kFloat, kString, kList, kMapping, kOtherTag };
+
+// The core schema's integers and floats, matched by hand: std::regex
+// recurses once per character and overflows the stack on a long scalar (a
+// plain scalar of 40,000 digits crashed remold as it loaded the file).
+// Exactly these regular expressions (tests/golden/loader_yaml_type_test.cc):
+//   int    [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+
+//   float  [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? | [-+]?\.(inf|Inf|INF)
+//          | \.nan | \.NaN | \.NAN
+inline bool IsCoreDigit(char c) { return c >= '0' && c <= '9'; }
+
+inline bool IsCoreInt(std::string_view text) {
+  const auto all = [](std::string_view chars, auto is) {
+    return !chars.empty() && std::all_of(chars.begin(), chars.end(), is);
+  };
+  if (text.starts_with("0o")) return all(text.substr(2), [](char c) { return c >= '0' && c <= '7'; });
+  if (text.starts_with("0x"))
+    return all(text.substr(2), [](char c) {
+      return IsCoreDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    });
+  if (text.starts_with('-') || text.starts_with('+')) text.remove_prefix(1);
+  return all(text, IsCoreDigit);
+}
+
+inline bool IsCoreFloat(std::string_view text) {
+  if (text == ".nan" || text == ".NaN" || text == ".NAN") return true;
+  if (text.starts_with('-') || text.starts_with('+')) text.remove_prefix(1);
+  if (text == ".inf" || text == ".Inf" || text == ".INF") return true;
+  size_t at = 0;
+  const auto digits = [&] {  // how many digits from `at` on, skipped
+    const size_t start = at;
+    while (at < text.size() && IsCoreDigit(text[at])) ++at;
+    return at - start;
+  };
+  if (text.starts_with('.')) {
+    ++at;
+    if (digits() == 0) return false;
+  } else {
+    if (digits() == 0) return false;
+    if (at < text.size() && text[at] == '.') {
+      ++at;
+      digits();
+    }
+  }
+  if (at < text.size() && (text[at] == 'e' || text[at] == 'E')) {
+    ++at;
+    if (at < text.size() && (text[at] == '-' || text[at] == '+')) ++at;
+    if (digits() == 0) return false;
+  }
+  return at == text.size();
+}
 
 inline YamlType TypeOf(const YAML::Node& node) {
   if (!node || node.IsNull()) return YamlType::kNull;
@@ -29,13 +81,10 @@ inline YamlType TypeOf(const YAML::Node& node) {
   // A plain scalar: resolved as the core schema does.
   static const std::regex kNullText("null|Null|NULL|~|");
   static const std::regex kBoolText("true|True|TRUE|false|False|FALSE");
-  static const std::regex kIntText("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
-  static const std::regex kFloatText(
-      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.nan|\\.NaN|\\.NAN");
   if (std::regex_match(text, kNullText)) return YamlType::kNull;
   if (std::regex_match(text, kBoolText)) return YamlType::kBool;
-  if (std::regex_match(text, kIntText)) return YamlType::kInt;
-  if (std::regex_match(text, kFloatText)) return YamlType::kFloat;
+  if (IsCoreInt(text)) return YamlType::kInt;
+  if (IsCoreFloat(text)) return YamlType::kFloat;
   return YamlType::kString;
 }
 
