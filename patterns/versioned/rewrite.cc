@@ -554,8 +554,10 @@ class VersionedRewriter {
     if (!updates || !BSON_ITER_HOLDS_ARRAY(&*updates))
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update needs an 'updates' array"));
     std::vector<Doc> statements, filters;
+    // `collation` reads into the client's statements: they live as long as it.
+    const std::vector<Doc> client_statements = ArrayDocuments(*updates);
     std::optional<bson_iter_t> collation;
-    for (const Doc& statement : ArrayDocuments(*updates)) {
+    for (const Doc& statement : client_statements) {
       const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
       filters.push_back(filter);
       if (!collation) collation = Find(statement.get(), "collation");
@@ -586,8 +588,10 @@ class VersionedRewriter {
     if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
     std::vector<Doc> filters, statements;
+    // `collation` reads into the client's statements: they live as long as it.
+    const std::vector<Doc> client_statements = ArrayDocuments(*deletes);
     std::optional<bson_iter_t> collation;
-    for (const Doc& statement : ArrayDocuments(*deletes)) {
+    for (const Doc& statement : client_statements) {
       const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
       filters.push_back(filter);
       statements.push_back(Restated(statement, "q", NotOlder(filter)));
