@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,7 @@ Conjuncts Collect(const BucketRule& rule, const bson_t* filter) {
 int64_t BucketStart(const BucketRule& rule, int64_t time_ms) {
   int64_t q = time_ms / rule.span_ms;
   if (time_ms % rule.span_ms < 0) --q;
+  if (q < std::numeric_limits<int64_t>::min() / rule.span_ms) return std::numeric_limits<int64_t>::min();
   return q * rule.span_ms;
 }
 

@@ -17,7 +17,9 @@ namespace remold {
 // Empty when nothing can be pushed down.
 Doc BucketPushdown(const BucketRule& rule, const bson_t* filter);
 
-// floor(ms / span) * span, for negative times too.
+// floor(ms / span) * span, for negative times too. A date in the partial
+// span above the earliest date there is belongs to a bucket starting at
+// that date (its start would be below it).
 int64_t BucketStart(const BucketRule& rule, int64_t time_ms);
 
 }  // namespace remold
