@@ -51,4 +51,10 @@ std::vector<Doc> FirstBatch(const Doc& reply) {
   return batch && BSON_ITER_HOLDS_ARRAY(&*batch) ? ArrayDocuments(*batch) : std::vector<Doc>();
 }
 
+std::vector<Doc> StoredDocuments(const Doc& reply) {
+  std::vector<Doc> docs = FirstBatch(reply);
+  std::erase_if(docs, [](const Doc& doc) { return !Find(doc.get(), "_id"); });
+  return docs;
+}
+
 }  // namespace remold

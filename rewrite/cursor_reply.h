@@ -36,4 +36,9 @@ Doc WithCursor(const Doc& reply, std::optional<std::string_view> ns, std::option
 // The documents of a reply's cursor.firstBatch (none when it has none).
 std::vector<Doc> FirstBatch(const Doc& reply);
 
+// Those of them that have an _id: what a read of stored documents that
+// projects _id returns. The backend stores no other document, so one
+// without is a misbehaving backend's, and is left out.
+std::vector<Doc> StoredDocuments(const Doc& reply);
+
 }  // namespace remold

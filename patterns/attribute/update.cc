@@ -5,6 +5,7 @@
 
 #include "patterns/attribute/migration.h"
 #include "patterns/attribute/rewrite.h"
+#include "rewrite/cursor_reply.h"
 #include "rewrite/filter_clauses.h"
 #include "rewrite/plan.h"
 #include "rewrite/unchanged_guard.h"
@@ -25,11 +26,8 @@ std::string FirstComponent(std::string_view path) {
   return std::string(path.substr(0, path.find('.')));
 }
 
-std::vector<Doc> PinnedIds(const Doc& find_reply) {
-  auto cursor = FindDocument(find_reply.get(), "cursor");
-  auto batch = cursor ? ::remold::Find(cursor->get(), "firstBatch") : std::nullopt;
-  return batch ? ArrayDocuments(*batch) : std::vector<Doc>();
-}
+// The documents step 1 read: those it pinned.
+std::vector<Doc> PinnedIds(const Doc& find_reply) { return StoredDocuments(find_reply); }
 
 // Steps 2-4 of AttributeUpdate, built from the _ids step 1 found, and
 // the client's reply from all their replies. Holds copies: it outlives

@@ -776,6 +776,8 @@ void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
     std::vector<Doc> statements;
     std::vector<Doc> docs = FirstBatch(reply);
     for (const Doc& doc : docs) {
+      std::optional<bson_iter_t> id = Find(doc.get(), "_id");
+      if (!id) continue;  // none the backend stores (a misbehaving backend)
       Doc set;
       for (const auto& d : aggregate_.derived) {
         auto value = Evaluate(d.expression, doc.get());
@@ -790,7 +792,7 @@ void AggregateMaintenance::ScheduleDerived(CommandQueue& queue, int attempt) {
       }
       if (set.empty()) continue;
       Doc q, u;
-      AppendValue(q.mut(), "_id", *Find(doc.get(), "_id"));
+      AppendValue(q.mut(), "_id", *id);
       for (const auto& f : inputs) {
         std::optional<bson_iter_t> v = Find(doc.get(), f);
         AppendGuard(q.mut(), f, v ? std::optional<Doc>(Boxed(*v)) : std::nullopt);
@@ -854,8 +856,10 @@ void AggregateMaintenance::ScheduleFillSources(CommandQueue& queue, size_t t, in
     std::vector<Doc> groups = FirstBatch(reply);
     std::vector<Doc> statements;
     for (const Doc& target : targets) {
+      std::optional<bson_iter_t> id = Find(target.get(), "_id");
+      if (!id) continue;  // none the backend stores (a misbehaving backend)
       Doc q, assign, unset, u;
-      AppendValue(q.mut(), "_id", *Find(target.get(), "_id"));
+      AppendValue(q.mut(), "_id", *id);
       bool differs = false;
       for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
         const MaintainedField& field = aggregate_.fields[i];

@@ -166,7 +166,7 @@ void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
   queue.Push(std::move(find), [this, &queue, ref, round, copy, filter](const Doc& reply) {
     if (!IsOkReply(reply))
       return ReportFollowUpFailure(context_, reply, "reading " + rule_.logical.full() + " to sync its copies");
-    std::vector<Doc> ids = FirstBatch(reply);
+    std::vector<Doc> ids = StoredDocuments(reply);
     if (ids.empty()) return Verify(queue, ref, round, copy);
     // {_id: {$in: ids}, <filter>} -> {$set: {<into>: copy}}
     Doc q, in, set, u;

@@ -47,7 +47,8 @@ void QueueRemove(SourceWrite* w, const DeleteStatement& s, const Doc& query, Arg
     if (found && BSON_ITER_HOLDS_DOCUMENT(&*found)) {  // else nothing matched (any more)
       w->n += 1;
       std::optional<Doc> value = FindDocument(reply.get(), "value");
-      if (!Find(reply.get(), "retriedStmtId")) w->Record(value->get(), nullptr);
+      // One without an _id is none the backend stores (a misbehaving backend).
+      if (!Find(reply.get(), "retriedStmtId") && Find(value->get(), "_id")) w->Record(value->get(), nullptr);
     }
     if (next) next();
   });
@@ -76,7 +77,7 @@ void QueueRound(SourceWrite* w, std::shared_ptr<DeleteStatement> s) {
       w->StatementFailed(s->index, reply);
       return;
     }
-    auto ids = std::make_shared<std::vector<Doc>>(FirstBatch(reply));
+    auto ids = std::make_shared<std::vector<Doc>>(StoredDocuments(reply));
     QueueRemoveAt(w, s, ids, 0);
   });
 }

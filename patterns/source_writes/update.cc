@@ -87,10 +87,14 @@ void RecordChange(SourceWrite* w, std::optional<Doc> before, const ClientUpdate&
   });
 }
 
+// The document a findAndModify reply returns, or nullopt. One without an
+// _id is none the backend stores (a misbehaving backend): nothing follows it.
 std::optional<Doc> ValueOf(const Doc& reply) {
   auto v = Find(reply.get(), "value");
   if (!v || !BSON_ITER_HOLDS_DOCUMENT(&*v)) return std::nullopt;
-  return FindDocument(reply.get(), "value");
+  std::optional<Doc> value = FindDocument(reply.get(), "value");
+  if (!Find(value->get(), "_id")) return std::nullopt;
+  return value;
 }
 
 // The document an upsert inserted, for a backend whose findAndModify reply
@@ -105,7 +109,7 @@ void QueueFindInserted(SourceWrite* w, const Doc& query, const ClientUpdate& upd
   }
   BackendCommand find = FindIds(*w, query, 2, Doc());
   w->queue().Push(std::move(find), [w, found](const Doc& reply) {
-    std::vector<Doc> docs = FirstBatch(reply);
+    std::vector<Doc> docs = StoredDocuments(reply);
     if (docs.size() == 1) {
       found(*Find(docs.front().get(), "_id"));
       return;
@@ -181,7 +185,7 @@ void QueueUpdateMany(SourceWrite* w, std::shared_ptr<UpdateStatement> s) {
       w->StatementFailed(s->index, reply);
       return;
     }
-    std::vector<Doc> ids = FirstBatch(reply);
+    std::vector<Doc> ids = StoredDocuments(reply);
     if (ids.size() > static_cast<size_t>(kMaxUpdateMany)) {
       w->FailStatement(s->index, Refusal{error_codes::kInvalidOptions,
                                          "an update of many documents that changes fields "
