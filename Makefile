@@ -6,10 +6,18 @@
 #              plain collections (examples/demo.py; about 15 s).
 #   make test  build and run every test (unit, golden, e2e with pymongo and
 #              mongo-c-driver, the driver matrix: Node.js, mongosh, Go and
-#              Java drivers; malformed input, 60 s codec fuzz).
+#              Java drivers; malformed input, and a 60 s run of each
+#              libFuzzer target: codec, rules, rewrite).
+# And for the fuzz targets (tests/fuzz/):
+#   make fuzz-long [FUZZ_SECONDS=3600] [FUZZ_TARGETS="codec rules rewrite"]
+#              run each target for FUZZ_SECONDS, one after the other, and
+#              merge the inputs that reach new coverage into its corpus,
+#              tests/fuzz/corpus/<target>/ (commit them).
 BUILD ?= build
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 3600
+FUZZ_TARGETS ?= codec rules rewrite
 
 all: build
 
@@ -28,6 +36,12 @@ build-all: configure
 fuzz-build: deps
 	CXX=clang++-14 cmake -S tests/fuzz -B $(FUZZ_BUILD) -G Ninja >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+# Every target runs even when one fails; any failure fails the whole.
+fuzz-long: fuzz-build
+	@status=0; for target in $(FUZZ_TARGETS); do \
+	  tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_$$target $(FUZZ_SECONDS) merge || status=1; \
+	done; exit $$status
 
 # On failure, the failing tests' own summary lines again at the very end
 # (a CI log is often read from its tail).
@@ -49,4 +63,4 @@ bench: build-all
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)
 
-.PHONY: all deps configure build build-all fuzz-build test run demo bench clean
+.PHONY: all deps configure build build-all fuzz-build fuzz-long test run demo bench clean
