@@ -62,6 +62,7 @@ RuleReloader::~RuleReloader() {
 
 std::vector<std::string> RuleReloader::Reload(const char* reason) {
   std::lock_guard lock(reload_mutex_);
+  loaded_signature_ = Signature();  // before the load: a change during it is seen next time
   RuleLoadResult result = LoadRuleDirectory(directory_);
   if (!result.errors.empty()) {
     failures_.fetch_add(1);
@@ -108,15 +109,16 @@ std::string RuleReloader::Signature() const {
 
 void RuleReloader::Watch(std::chrono::milliseconds interval) {
   watcher_ = std::thread([this, interval] {
-    std::string last = Signature();
     std::unique_lock lock(stop_mutex_);
     while (!stop_cv_.wait_for(lock, interval, [this] { return stopping_; })) {
       lock.unlock();
-      std::string now = Signature();
-      if (now != last) {
-        last = now;
-        Reload("files changed");
+      const std::string now = Signature();
+      bool changed;
+      {
+        std::lock_guard reload_lock(reload_mutex_);
+        changed = now != loaded_signature_;
       }
+      if (changed) Reload("files changed");
       lock.lock();
     }
   });

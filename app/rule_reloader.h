@@ -60,6 +60,10 @@ class RuleReloader {
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> failures_{0};
   bool loaded_ = false;  // a set is in force: later loads are changes to it
+  // The directory's Signature() taken just before the last load (guarded by
+  // reload_mutex_): the watcher reloads when the directory differs from it,
+  // so a file written while remold starts is never missed.
+  std::string loaded_signature_;
   OnChange on_change_;   // guarded by reload_mutex_
 };
 
