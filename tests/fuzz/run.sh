@@ -3,7 +3,9 @@
 #   tests/fuzz/run.sh BINARY SECONDS          (ctest: fuzz_<target>_60s)
 #   tests/fuzz/run.sh BINARY SECONDS merge    (make fuzz-long)
 # The corpus of build-fuzz/fuzz_<target> is tests/fuzz/corpus/<target>/,
-# its dictionary tests/fuzz/<target>.dict when there is one. The run works
+# its dictionary tests/fuzz/<target>.dict when there is one, and
+# tests/fuzz/<target>.options, when there is one, holds libFuzzer flags of
+# its own, one a line, that override the defaults here. The run works
 # on a copy in a temp dir; with `merge`, a run without failure then merges
 # the inputs that reach new coverage back into the corpus directory (the
 # only way this script writes the source tree).
@@ -37,9 +39,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/remold-fuzz.XXXXXX")
 mkdir "$work/corpus" "$work/artifacts"
 cp "$corpus"/* "$work/corpus/"
 log="$work/fuzz.log"
-options=(-max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=30
-         -print_final_stats=1 -artifact_prefix="$work/artifacts/")
-[ -f "$here/$target.dict" ] && options+=(-dict="$here/$target.dict")
+common=(-rss_limit_mb=2048 -max_len=65536 -timeout=30)
+[ -f "$here/$target.dict" ] && common+=(-dict="$here/$target.dict")
+[ -f "$here/$target.options" ] && mapfile -t -O "${#common[@]}" common < <(grep -v -e '^#' -e '^$' "$here/$target.options")
+options=("${common[@]}" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$work/artifacts/")
 
 start=$(date +%s)
 (cd "$work" && "$binary" "${options[@]}" "$work/corpus") >"$log" 2>&1
@@ -67,8 +70,7 @@ fi
 
 if [ "$merge" = merge ]; then
   before=$(find "$corpus" -type f | wc -l)
-  if ! "$binary" -merge=1 -rss_limit_mb=2048 -max_len=65536 -timeout=30 \
-       "$corpus" "$work/corpus" >"$work/merge.log" 2>&1; then
+  if ! "$binary" -merge=1 "${common[@]}" "$corpus" "$work/corpus" >"$work/merge.log" 2>&1; then
     tail -n 30 "$work/merge.log"
     echo "$name: merging into $corpus failed; log kept in $work"
     exit 1
