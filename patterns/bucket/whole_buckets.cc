@@ -1,5 +1,6 @@
 #include "patterns/bucket/whole_buckets.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ std::optional<std::string> TimeBounds(const BucketRule& rule, const bson_iter_t&
     std::string_view name = bson_iter_key(&op);
     if (!BSON_ITER_HOLDS_DATE_TIME(&op)) return "time bounds must be dates";
     int64_t t = bson_iter_date_time(&op);
+    // $gt and $lte bound at the date after t; the latest date has none.
+    if ((name == "$gt" || name == "$lte") && t == std::numeric_limits<int64_t>::max()) return not_aligned;
     // Lower bound L (inclusive): buckets with start >= L, L aligned.
     // Upper bound U (exclusive): buckets with start + span <= U, U aligned.
     int64_t lower = name == "$gt" ? t + 1 : t;
