@@ -359,8 +359,8 @@ std::optional<Refusal> SplitAttributeUpdate(const AttributeRule& a_, const Doc& 
       if ((op == "$inc" || op == "$mul") && !BSON_ITER_HOLDS_NUMBER(&field)) {
         Doc shown;
         AppendValue(shown.mut(), "v", field);
-        std::string json = shown.ToRelaxedJson();  // { "v" : <value> }
-        std::string value = json.substr(8, json.size() - 10);
+        std::string json = shown.ToRelaxedJson();  // { "v" : <value> }, or "" (a string not UTF-8)
+        std::string value = json.size() > 10 ? json.substr(8, json.size() - 10) : "a value JSON cannot show";
         return Refusal{error_codes::kTypeMismatch,
                        "Cannot " + std::string(op == "$inc" ? "increment" : "multiply") +
                            " with non-numeric argument: {" + name + ": " + value + "}"};
