@@ -9,15 +9,17 @@
 #              Java drivers; malformed input, and a 60 s run of each
 #              libFuzzer target: codec, rules, rewrite).
 # And for the fuzz targets (tests/fuzz/):
-#   make fuzz-long [FUZZ_SECONDS=3600] [FUZZ_TARGETS="codec rules rewrite"]
+#   make fuzz-long [FUZZ_SECONDS=3600] [FUZZ_TARGETS="codec rules rewrite"] [FUZZ_FORK=1]
 #              run each target for FUZZ_SECONDS, one after the other, and
 #              merge the inputs that reach new coverage into its corpus,
-#              tests/fuzz/corpus/<target>/ (commit them).
+#              tests/fuzz/corpus/<target>/ (commit them). FUZZ_FORK=N runs
+#              N processes of each at once (libFuzzer's -fork=N).
 BUILD ?= build
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 3600
 FUZZ_TARGETS ?= codec rules rewrite
+FUZZ_FORK ?= 1
 
 all: build
 
@@ -40,7 +42,7 @@ fuzz-build: deps
 # Every target runs even when one fails; any failure fails the whole.
 fuzz-long: fuzz-build
 	@status=0; for target in $(FUZZ_TARGETS); do \
-	  tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_$$target $(FUZZ_SECONDS) merge || status=1; \
+	  FUZZ_FORK=$(FUZZ_FORK) tests/fuzz/run.sh $(FUZZ_BUILD)/fuzz_$$target $(FUZZ_SECONDS) merge || status=1; \
 	done; exit $$status
 
 # On failure, the failing tests' own summary lines again at the very end

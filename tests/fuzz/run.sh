@@ -9,6 +9,10 @@
 # on a copy in a temp dir; with `merge`, a run without failure then merges
 # the inputs that reach new coverage back into the corpus directory (the
 # only way this script writes the source tree).
+# FUZZ_FORK=N (N > 1) runs N fuzzing processes at once in libFuzzer's fork
+# mode (-fork=N): one run, one corpus, and its executions are the sum of
+# theirs; a process is restarted after each job, so a slow leak of memory
+# cannot end a long run. The first crash still ends it.
 # Exits non-zero on any crash, leak, timeout or OOM, keeping the temp dir
 # with the reproducer and log; prints a one-line summary at the end:
 #   fuzz_rules: 1234567 runs in 60 s (20576 runs/s), 0 crashes
@@ -43,6 +47,11 @@ common=(-rss_limit_mb=2048 -max_len=65536 -timeout=30)
 [ -f "$here/$target.dict" ] && common+=(-dict="$here/$target.dict")
 [ -f "$here/$target.options" ] && mapfile -t -O "${#common[@]}" common < <(grep -v -e '^#' -e '^$' "$here/$target.options")
 options=("${common[@]}" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$work/artifacts/")
+fork=${FUZZ_FORK:-1}
+case $fork in
+  ''|*[!0-9]*) echo "FUZZ_FORK: a number of processes, not '$fork'" >&2; exit 2 ;;
+esac
+[ "$fork" -gt 1 ] && options+=(-fork="$fork")
 
 start=$(date +%s)
 (cd "$work" && "$binary" "${options[@]}" "$work/corpus") >"$log" 2>&1
@@ -51,6 +60,8 @@ elapsed=$(( $(date +%s) - start ))
 
 runs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
 [ -n "$runs" ] || runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
+# Fork mode: the parent's progress lines, "#N: cov: ...", N the executions of all.
+[ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$log" | tail -n 1)
 [ -n "$runs" ] || runs="?"
 rate="?"
 [ "$runs" != "?" ] && [ "$elapsed" -gt 0 ] && rate=$(( runs / elapsed ))
