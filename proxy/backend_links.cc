@@ -15,6 +15,9 @@ namespace {
 // A connection unused for this long is checked before it is used again.
 constexpr std::chrono::seconds kIdleCheckAfter{1};
 
+// The address of the one link with directConnection=true.
+const std::string kDirectAddress;
+
 // splitmix64's finaliser: consecutive session ids give unrelated draws.
 uint32_t Scramble(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -105,8 +108,10 @@ BackendLinks::Found BackendLinks::UseOpenLink(const std::string& address, Member
   if (DropIfClosedWhileIdle(link, now))
     return authenticated_ && *authenticated_ == address ? Found::kLost : Found::kNone;
   link->last_used = now;
-  current_ = link->stream.get();
-  current_address_ = address;
+  if (current_ != link->stream.get()) {  // the same link as the last request's, most often
+    current_ = link->stream.get();
+    current_address_ = address;
+  }
   current_kind_ = kind;
   return Found::kUsed;
 }
@@ -115,7 +120,7 @@ bool BackendLinks::UseOpen(const std::optional<RequestRoute>& route) {
   if (must_end_) return false;
   if (!shared_.topology) {
     if (!current_) return false;
-    const Found found = UseOpenLink("", MemberKind::kUnknown);
+    const Found found = UseOpenLink(kDirectAddress, MemberKind::kUnknown);
     must_end_ = found == Found::kLost;
     return found == Found::kUsed;
   }
@@ -186,7 +191,7 @@ awaitable<bool> BackendLinks::Connect(const Member& member) {
 }
 
 awaitable<bool> BackendLinks::ConnectDirect() {
-  const Found found = UseOpenLink("", MemberKind::kUnknown);
+  const Found found = UseOpenLink(kDirectAddress, MemberKind::kUnknown);
   if (found == Found::kUsed) co_return true;
   if (found == Found::kLost) {
     must_end_ = true;

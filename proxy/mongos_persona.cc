@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "common/error_code.h"
 #include "common/bson_walk.h"
@@ -47,8 +48,8 @@ Doc Refusal(ErrorCode code, std::string_view message) {
 
 std::optional<Doc> AnswerAsMongos(const wire::Request& request, const TopologyView* view,
                                   const BackendOptions& backend) {
-  const std::string& command = request.command;
-  if (command != "listShards" && command != "isdbgrid" && command != "find") return std::nullopt;
+  const std::string_view command = request.command;
+  if (command != "find" && command != "listShards" && command != "isdbgrid") return std::nullopt;
   if (view && view->kind == TopologyKind::kSharded) return std::nullopt;
   if (request.is_legacy()) return std::nullopt;
   // Every find comes here: its first element decides before libbson is used.
@@ -76,7 +77,7 @@ std::optional<Doc> AnswerAsMongos(const wire::Request& request, const TopologyVi
     AppendArray(cursor.mut(), "firstBatch", {ShardDocument(view, backend)});
     AppendDoc(reply.mut(), "cursor", cursor);
   } else if (db != "admin") {
-    return Refusal(ErrorCode{13, "Unauthorized"}, command + " may only be run against the admin database.");
+    return Refusal(ErrorCode{13, "Unauthorized"}, std::string(command) + " may only be run against the admin database.");
   } else if (command == "listShards") {
     AppendArray(reply.mut(), "shards", {ShardDocument(view, backend)});
   } else {

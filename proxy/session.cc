@@ -121,35 +121,42 @@ awaitable<void> Session::Run() {
       break;
     }
     state_ = State::kBusy;
-    if (!co_await Handle()) break;
+    // Decoded and dispatched here rather than in a coroutine of its own: a
+    // nested coroutine costs a frame and a trip through Asio's frame stack
+    // per request (measured with callgrind).
+    wire::Request request;
+    bool kept = false;
+    if (std::optional<wire::WireError> error = Admit(request)) {
+      if (error->close_connection || request.more_to_come) break;
+      kept = co_await ReplyWithError(request, *error);
+    } else if (shared_.slow_operation.count() == 0 || request.is_handshake) {
+      // Awaitable hello waits by design: never a slow operation.
+      kept = co_await Dispatch(request);
+    } else {
+      const Clock::time_point started = Clock::now();
+      kept = co_await Dispatch(request);
+      if (const auto elapsed = Clock::now() - started; elapsed >= shared_.slow_operation)
+        LogSlowOperation(request, elapsed);
+    }
+    if (!kept) break;
     ReleaseLargeBuffers();
   }
   Abort();
   spdlog::info("session {}: closed after {} request(s)", id_, requests_);
 }
 
-awaitable<bool> Session::Handle() {
+std::optional<wire::WireError> Session::Admit(wire::Request& request) {
   metrics_->bytes_received.Add(request_.size());  // as received: before decompression
-  wire::Request request;
-  if (auto error = wire::DecodeRequest(request_, request)) {
-    spdlog::warn("session {}: rejected request {}: {}", id_, request.header.request_id,
-                 error->message);
+  if (std::optional<wire::WireError> error = wire::DecodeRequest(request_, request)) {
+    spdlog::warn("session {}: rejected request {}: {}", id_, request.header.request_id, error->message);
     if (error->close_connection) metrics_->CountConnectionError(ConnectionError::kBadMessage);
-    if (error->close_connection || request.more_to_come) co_return false;
-    co_return co_await ReplyWithError(request, *error);
+    return error;
   }
   ++requests_;
   metrics_->CountRequest(request.command);
   rule_metrics_ = nullptr;
   request_failed_ = false;
-  // Awaitable hello waits by design: never a slow operation.
-  if (shared_.slow_operation.count() == 0 || request.is_handshake)
-    co_return co_await Dispatch(request);
-  const Clock::time_point started = Clock::now();
-  const bool kept = co_await Dispatch(request);
-  if (const auto elapsed = Clock::now() - started; elapsed >= shared_.slow_operation)
-    LogSlowOperation(request, elapsed);
-  co_return kept;
+  return std::nullopt;
 }
 
 void Session::LogSlowOperation(const wire::Request& request,
@@ -174,7 +181,10 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
     }
     route_ = std::get<RequestRoute>(std::move(route));
   }
-  if (request.command == "listShards" || request.command == "isdbgrid" || request.command == "find") {
+  // Compared as string_view: its size first, inline (std::string against a
+  // literal calls strlen and compare; measured).
+  if (const std::string_view command = request.command;
+      command == "find" || command == "listShards" || command == "isdbgrid") {
     if (std::optional<Doc> answer = AnswerAsMongos(request, links_.view(), shared_.backend))
       co_return co_await SendReply(request, *answer);
   }
@@ -209,54 +219,66 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
   }
   if (request.more_to_come) co_return true;
   if (request.is_handshake && shared_.client_compression) negotiated_ = request.offered_compressors;
-  const bool relayed = co_await RelayReplies(request);
-  if (MayDropIndexes(request.command)) shared_.ensured.Clear();
-  co_return relayed;
-}
-
-awaitable<bool> Session::RelayReplies(const wire::Request& request) {
+  // The replies are relayed here rather than in a coroutine of their own
+  // (a frame per request, measured with callgrind).
+  bool relayed = true;
   int resent = 0;
   for (bool first = true;;) {
-    if (co_await links_.current().Read(reply_) != ReadStatus::kOk || !InflateBackendReply()) {
+    const ReadStatus read = co_await links_.current().Read(reply_);
+    if (read != ReadStatus::kOk || !InflateBackendReply()) {
       spdlog::warn("session {}: backend connection lost while awaiting a reply", id_);
       metrics_->CountConnectionError(ConnectionError::kBackendLost);
-      co_return false;
+      relayed = false;
+      break;
     }
     // Handshakes are left out: an awaitable hello waits by design.
-    if (!request.is_handshake) {
-      if (first) metrics_->backend_roundtrip.Observe(Clock::now() - forwarded_at_);
-      // One scan of the reply's errors serves the resend, the metrics and the pins.
-      const std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(OpMsgBody(reply_));
-      if (first && resent < kMaxResends && links_.AnsweredAsFormerPrimary(route_, errors)) {
-        if (links_.authenticated()) {
-          // The member ran nothing; the client's credentials cannot follow
-          // the primary. Closing is a network error a driver retries on a
-          // new connection, authenticated again where the primary is.
-          spdlog::info("session {}: {} answered as a former primary; the client authenticated there: "
-                       "closing the client connection so its driver reconnects",
-                       id_, links_.current_address());
-          links_.ReportFormerPrimary();
-          co_return false;
-        }
-        ++resent;
-        const bool resent_ok = co_await ResendToNewPrimary(request);
-        if (resent_ok) continue;  // its reply is the client's
-      }
-      if (GlobalMetrics().CountScannedReplyErrors(errors)) request_failed_ = true;
-      if (route_) links_.NoteReply(*route_, OpMsgBody(reply_), errors);
+    if (first && !request.is_handshake) metrics_->backend_roundtrip.Observe(Clock::now() - forwarded_at_);
+    const ReplyVerdict verdict = CheckReply(request, first && resent < kMaxResends);
+    if (verdict == ReplyVerdict::kClose) {
+      relayed = false;
+      break;
+    }
+    if (verdict == ReplyVerdict::kResend) {
+      ++resent;
+      const bool resent_ok = co_await ResendToNewPrimary(request);
+      if (resent_ok) continue;  // its reply is the client's
+      CheckReply(request, false);  // this reply is: counted as any other
     }
     first = false;
     const bool more = HasMoreToCome(reply_);
     ShapeReply(request);
     // WriteToClient without its coroutine frame when the socket takes the reply at once.
     const std::optional<std::span<const uint8_t>> unsent = SendToClientNow(reply_);
-    if (!unsent) co_return false;
-    if (!unsent->empty()) {
-      const bool written = co_await client_.Write(*unsent);
-      if (!written) co_return false;
+    bool written = unsent.has_value();
+    if (written && !unsent->empty()) written = co_await client_.Write(*unsent);
+    if (!written) {
+      relayed = false;
+      break;
     }
-    if (!more) co_return true;
+    if (!more) break;
   }
+  if (MayDropIndexes(request.command)) shared_.ensured.Clear();
+  co_return relayed;
+}
+
+Session::ReplyVerdict Session::CheckReply(const wire::Request& request, bool may_resend) {
+  if (request.is_handshake) return ReplyVerdict::kRelay;
+  // One scan of the reply's errors serves the resend, the metrics and the pins.
+  const std::optional<wire::ReplyErrors> errors = wire::ScanReplyErrors(OpMsgBody(reply_));
+  if (may_resend && links_.AnsweredAsFormerPrimary(route_, errors)) {
+    if (!links_.authenticated()) return ReplyVerdict::kResend;
+    // The member ran nothing; the client's credentials cannot follow the
+    // primary. Closing is a network error a driver retries on a new
+    // connection, authenticated again where the primary is.
+    spdlog::info("session {}: {} answered as a former primary; the client authenticated there: "
+                 "closing the client connection so its driver reconnects",
+                 id_, links_.current_address());
+    links_.ReportFormerPrimary();
+    return ReplyVerdict::kClose;
+  }
+  if (GlobalMetrics().CountScannedReplyErrors(errors)) request_failed_ = true;
+  if (route_) links_.NoteReply(*route_, OpMsgBody(reply_), errors);
+  return ReplyVerdict::kRelay;
 }
 
 awaitable<bool> Session::ResendToNewPrimary(const wire::Request& request) {

@@ -74,11 +74,19 @@ class Session : public std::enable_shared_from_this<Session> {
   // How choosing the backend member for a request ended.
   enum class Routed { kReady, kRefused, kLost };  // refused: the client got an error
 
-  awaitable<bool> Handle();
-  // Handle() once the request is decoded and counted: a rule's plan, or
-  // the fast path.
+  // What to do with a reply read from the backend.
+  enum class ReplyVerdict { kRelay, kResend, kClose };
+
+  // Decodes request_ into `request` and counts it; the error the client
+  // gets when it cannot be decoded.
+  std::optional<wire::WireError> Admit(wire::Request& request);
+  // A decoded request: a rule's plan, an answer of remold's own, or the
+  // fast path, which forwards it and relays every reply.
   awaitable<bool> Dispatch(const wire::Request& request);
-  awaitable<bool> RelayReplies(const wire::Request& request);
+  // Counts the reply in reply_ and says whether it goes to the client, or
+  // the member answered as a former primary (`may_resend`: the request
+  // goes to the new primary, or the client connection closes).
+  ReplyVerdict CheckReply(const wire::Request& request, bool may_resend);
   awaitable<bool> ReplyWithError(const wire::Request& request, const wire::WireError& error);
   // Makes links_.current() the connection `route_` goes to (the only one
   // with directConnection=true), waiting up to the backend's
