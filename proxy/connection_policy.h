@@ -90,7 +90,8 @@ awaitable<void> RejectTooLarge(MessageStream& client, int32_t reply_id, uint64_t
 void RaiseFileLimit(int max_connections);
 
 // A connection accepted past max_connections: answered and closed in the
-// background on the socket's executor, as described above.
+// background on the socket's executor, as described above. Called on that
+// executor's thread (a worker's sockets are used on its thread only).
 void RefuseConnection(Socket socket, const ConnectionPolicy& policy);
 
 }  // namespace remold

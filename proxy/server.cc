@@ -79,7 +79,10 @@ class Server::Worker {
   }
 
   ConnectionLimiter& connections_;
-  asio::io_context context_{1};
+  // Every socket of this context is used on its thread only (accepted
+  // sockets come with registration, which stays locked): the reactor's
+  // per-socket locks are off, two lock pairs fewer per read.
+  asio::io_context context_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   SteadyTimer sweep_{context_};
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
   std::thread thread_;
@@ -172,7 +175,10 @@ awaitable<void> Server::AcceptLoop() {
     }
     if (!connections_.TryAcquire()) {  // past max_connections: an error, then a clean close
       GlobalMetrics().connections_refused.Add();
-      RefuseConnection(std::move(socket), options_.policy);
+      // On the worker's thread, as every use of its sockets (its io_context).
+      asio::post(worker.context(), [socket = std::move(socket), &policy = options_.policy]() mutable {
+        RefuseConnection(std::move(socket), policy);
+      });
       continue;
     }
     uint64_t id = next_session_id_.fetch_add(1);
