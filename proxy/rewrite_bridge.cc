@@ -44,10 +44,28 @@ void AddMissingIds(Command& command) {
   command.body = std::move(body);
 }
 
+// The common case, decided from the command's first value alone: a command
+// that names its collection there, on a collection no rule has in any
+// database, concerns no rule. (Every command is asked while rules are
+// loaded; reading the whole namespace first cost about 1,000 instructions
+// per command, measured with callgrind.)
+bool ConcernsNoRule(const wire::Request& request, const RuleSet& rules) {
+  if (!NamesCollectionFirst(request.command) || MayConcernRulesElsewhere(request.command)) return false;
+  bool concerns = false;
+  WalkTopLevel(request.command_document, [&](const BsonElement& first) {
+    // A string: int32 length (with the NUL), the bytes, the NUL.
+    concerns = first.type == BSON_TYPE_UTF8 && first.value.size() >= 5 &&
+               rules.MayConcern({reinterpret_cast<const char*>(first.value.data()) + 4, first.value.size() - 5});
+    return false;
+  });
+  return !concerns;
+}
+
 }  // namespace
 
 std::optional<Command> CommandForRules(const wire::Request& request, const RuleSet& rules) {
   if (rules.empty() || request.is_legacy() || request.is_handshake) return std::nullopt;
+  if (ConcernsNoRule(request, rules)) return std::nullopt;
   bson_t body;
   if (!bson_init_static(&body, request.command_document.data(), request.command_document.size()))
     return std::nullopt;

@@ -90,6 +90,10 @@ void ReadCollection(std::string_view command, const bson_t* body, std::optional<
 
 }  // namespace
 
+bool NamesCollectionFirst(std::string_view command) {
+  return command != "dataSize" && Contains(kCollectionCommands, command);
+}
+
 std::optional<CommandNamespace> ResolveNamespace(std::string_view command, const bson_t* body) {
   const auto [db, named, collection] = StringsAt<3>(body, {"$db", command, "collection"});
   if (!db) return std::nullopt;

@@ -32,4 +32,10 @@ struct CommandNamespace {
 // nullopt when `body` has no "$db" string (or is not a valid document).
 std::optional<CommandNamespace> ResolveNamespace(std::string_view command, const bson_t* body);
 
+// Whether `command` names its collection in its first value, in "$db"
+// (find, insert, update, delete, count...; not getMore, explain, or
+// dataSize's "db.collection"): that value alone tells which collection
+// it addresses, whatever else the document holds.
+bool NamesCollectionFirst(std::string_view command);
+
 }  // namespace remold

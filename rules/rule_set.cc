@@ -1,12 +1,26 @@
 #include "rules/rule_set.h"
 
+#include <algorithm>
+
 namespace remold {
 
 RuleSet::RuleSet(std::vector<Rule> rules) : rules_(std::move(rules)) {
+  auto add_name = [this](const std::string& collection) {
+    if (std::find(collection_names_.begin(), collection_names_.end(), collection) == collection_names_.end())
+      collection_names_.push_back(collection);
+  };
   for (size_t i = 0; i < rules_.size(); ++i) {
     by_namespace_[rules_[i].logical().full()] = i;
-    for (const Namespace& ns : rules_[i].Watches()) by_watched_[ns.full()] = i;
+    add_name(rules_[i].logical().collection);
+    for (const Namespace& ns : rules_[i].Watches()) {
+      by_watched_[ns.full()] = i;
+      add_name(ns.collection);
+    }
   }
+}
+
+bool RuleSet::MayConcern(std::string_view collection) const {
+  return std::find(collection_names_.begin(), collection_names_.end(), collection) != collection_names_.end();
 }
 
 namespace {

@@ -26,6 +26,10 @@ class RuleSet {
   // or else the rule that watches it.
   // (Asked of every command while rules are loaded: one key for both maps.)
   const Rule* FindForCommand(std::string_view db, std::string_view collection) const;
+  // Whether a rule has a collection of that name, in any database, as its
+  // logical collection or one it watches: false means FindForCommand is
+  // nullptr whatever the database (a first filter, no key built).
+  bool MayConcern(std::string_view collection) const;
   const std::vector<Rule>& rules() const { return rules_; }
   bool empty() const { return rules_.empty(); }
 
@@ -33,6 +37,7 @@ class RuleSet {
   std::vector<Rule> rules_;
   std::unordered_map<std::string, size_t> by_namespace_;
   std::unordered_map<std::string, size_t> by_watched_;
+  std::vector<std::string> collection_names_;  // of both maps' keys, each once
 };
 
 // The current RuleSet, shared by every session and replaced atomically.
