@@ -100,7 +100,8 @@ class MessageStream {
  private:
   struct Tls;
   struct IdleWatch;
-  class IdleScope;
+  template <typename Stream>
+  class ReadOp;
 
   // Defined in message_stream_io.h; instantiated for Socket
   // (message_stream.cc) and the TLS stream (message_stream_tls.cc).
@@ -126,6 +127,13 @@ class MessageStream {
   void MakeRoomFor(size_t bytes);
   ReadStatus RejectBuffered(int32_t length);
   bool CompressedTooLarge(const std::vector<uint8_t>& message);
+  // kTooLarge when a whole message just read is compressed and would be
+  // above max_message_size uncompressed, else kOk.
+  ReadStatus CheckCompressedSize(const std::vector<uint8_t>& message);
+  // Read() is waiting for a message (the idle watch) from StartWaiting to
+  // StopWaiting.
+  void StartWaiting();
+  void StopWaiting();
   static void ArmIdleTimer(const std::shared_ptr<IdleWatch>& watch,
                            std::chrono::steady_clock::time_point at);
 
