@@ -7,7 +7,9 @@
 // that alternate the endpoints (direct, remold[, peer], then the reverse),
 // discarding a warm-up at the start of every slice. Prints a table
 // (throughput ratio to direct and added latency = percentile minus direct's,
-// for remold and the peer) and one "BENCH_JSON {...}" line per cell. Exit
+// for remold and the peer; with --remold-pid/--peer-pid, the CPU time each
+// proxy process spent per op over the measured windows) and one
+// "BENCH_JSON {...}" line per cell. Exit
 // status: 0 when every op succeeded, 1 on any failed op or fatal error, 2 on
 // bad arguments.
 #include "bench_common.h"
@@ -45,6 +47,8 @@ struct Config {
   int32_t docs = 10000;
   std::vector<int> clients{1, 16, 64};
   std::vector<OpKind> ops{OpKind::ping, OpKind::find_by_id};
+  int remold_pid = 0;  // 0: its CPU time is not read
+  int peer_pid = 0;
 };
 
 // ---- arguments -------------------------------------------------------------
@@ -52,13 +56,15 @@ struct Config {
 const char kUsage[] =
     "usage: remold_bench --direct HOST:PORT --proxy HOST:PORT [--peer NAME=HOST:PORT]\n"
     "         [--seconds S] [--warmup S] [--rounds N] [--initial-warmup S] [--docs N]\n"
-    "         [--clients 1,16,64] [--ops ping,find_by_id]\n"
+    "         [--clients 1,16,64] [--ops ping,find_by_id] [--remold-pid PID] [--peer-pid PID]\n"
     "  --peer NAME=HOST:PORT  another proxy in front of the same backend (e.g.\n"
     "                haproxy=127.0.0.1:27019), timed in the same slices\n"
     "  --seconds S   measured seconds per endpoint per cell (default 3)\n"
     "  --warmup S    discarded seconds at the start of each slice (default 0.2)\n"
     "  --rounds N    each cell runs N direct and N proxy slices of S/N seconds,\n"
-    "                alternating in ABBA order (default 6)\n";
+    "                alternating in ABBA order (default 6)\n"
+    "  --remold-pid PID, --peer-pid PID  report the CPU time (user + system, every\n"
+    "                thread) that process spent per op while its slices were measured\n";
 
 std::vector<int> parse_clients(const std::string& text) {
   std::vector<int> counts;
@@ -117,6 +123,10 @@ void apply_flag(Config& cfg, const std::string& flag, const std::string& value) 
     cfg.clients = parse_clients(value);
   } else if (flag == "--ops") {
     cfg.ops = parse_ops(value);
+  } else if (flag == "--remold-pid") {
+    cfg.remold_pid = static_cast<int>(parse_number(flag, value, true));
+  } else if (flag == "--peer-pid") {
+    cfg.peer_pid = static_cast<int>(parse_number(flag, value, true));
   } else {
     usage_error("unknown argument '" + flag + "'");
   }
@@ -192,6 +202,8 @@ struct Target {
   Samples samples;
   std::vector<double> slice_rates;  // ops/s of each measured slice, in order
   std::string first_error;
+  int pid = 0;               // the proxy's process, whose CPU time is read; 0: none
+  double cpu_seconds = 0;    // its CPU time over the measured windows (-1: unreadable)
 };
 
 void open_clients(Target& target, int count) {
@@ -231,6 +243,18 @@ void run_slice(Target& target, OpKind op, int32_t docs, double warmup, double se
     threads.emplace_back(client_loop, std::ref(*target.clients[i]), op, docs,
                          seed * 1000003 + i, window, std::ref(results[i]));
   }
+  if (target.pid > 0 && seconds > 0) {
+    // The proxy's CPU time over the measured window only, read from here
+    // while the client threads run.
+    std::this_thread::sleep_until(window.measure_from);
+    const double before = process_cpu_seconds(target.pid);
+    std::this_thread::sleep_until(window.until);
+    const double after = process_cpu_seconds(target.pid);
+    if (before < 0 || after < 0 || target.cpu_seconds < 0)
+      target.cpu_seconds = -1;
+    else
+      target.cpu_seconds += after - before;
+  }
   for (auto& t : threads) t.join();
   for (const auto& result : results) merge_result(target, result);
   target.samples.seconds += seconds;
@@ -252,7 +276,15 @@ struct Row {
   std::optional<Summary> peer;
   double peer_pair_min = 0;   // the same for the peer
   double peer_pair_max = 0;
+  double remold_cpu_us = -1;  // CPU time per op of the process, -1: not read
+  double peer_cpu_us = -1;
 };
+
+// CPU microseconds per measured op of the target's process, -1 when not read.
+double cpu_us_per_op(const Target& target) {
+  if (target.pid <= 0 || target.cpu_seconds < 0 || target.samples.latencies_ns.empty()) return -1;
+  return target.cpu_seconds * 1e6 / static_cast<double>(target.samples.latencies_ns.size());
+}
 
 // The min and max throughput ratio of `proxy` to direct over slice pairs.
 void set_pair_ratios(const Target& direct, const Target& proxy, double& min, double& max) {
@@ -277,8 +309,9 @@ void report_errors(const Target& target, OpKind op, int clients) {
 Row run_cell(const Config& cfg, OpKind op, int clients) {
   std::vector<Target> targets;
   targets.push_back(Target{"direct", cfg.direct, {}, {}, {}, {}});
-  targets.push_back(Target{"remold", cfg.proxy, {}, {}, {}, {}});
-  if (!cfg.peer_name.empty()) targets.push_back(Target{cfg.peer_name.c_str(), cfg.peer, {}, {}, {}, {}});
+  targets.push_back(Target{"remold", cfg.proxy, {}, {}, {}, {}, cfg.remold_pid});
+  if (!cfg.peer_name.empty())
+    targets.push_back(Target{cfg.peer_name.c_str(), cfg.peer, {}, {}, {}, {}, cfg.peer_pid});
   for (Target& target : targets) open_clients(target, clients);
   const double slice = cfg.seconds / cfg.rounds;
   uint64_t seed = 1;
@@ -291,9 +324,11 @@ Row run_cell(const Config& cfg, OpKind op, int clients) {
   for (const Target& target : targets) report_errors(target, op, clients);
   Row row{op, clients, summarize(targets[0].samples), summarize(targets[1].samples), 0, 0, std::nullopt, 0, 0};
   set_pair_ratios(targets[0], targets[1], row.pair_ratio_min, row.pair_ratio_max);
+  row.remold_cpu_us = cpu_us_per_op(targets[1]);
   if (targets.size() > 2) {
     row.peer = summarize(targets[2].samples);
     set_pair_ratios(targets[0], targets[2], row.peer_pair_min, row.peer_pair_max);
+    row.peer_cpu_us = cpu_us_per_op(targets[2]);
   }
   return row;
 }
@@ -337,7 +372,16 @@ void print_table_head(const Config& cfg) {
               "remold p50/p99us", "added p50/p99us");
   if (!cfg.peer_name.empty())
     std::printf(" %12s %6s %11s %17s %7s", "peer op/s", "ratio", "pair ratios", "added p50/p99us", "R/peer");
+  if (cfg.remold_pid > 0 || cfg.peer_pid > 0) std::printf(" %17s", "CPU us/op R/peer");
   std::printf("\n");
+}
+
+// "12.3" or "-" for a figure not read.
+std::string cpu_text(double us) {
+  if (us < 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", us);
+  return text;
 }
 
 double ratio(const Row& row) {
@@ -374,6 +418,8 @@ void print_table_row(const Row& row) {
                 range_text(row.peer_pair_min, row.peer_pair_max).c_str(),
                 pair_text(row.peer->p50_us - row.direct.p50_us, row.peer->p99_us - row.direct.p99_us, true).c_str(),
                 row.peer->ops_per_s > 0 ? row.proxy.ops_per_s / row.peer->ops_per_s : 0);
+  if (row.remold_cpu_us >= 0 || row.peer_cpu_us >= 0)
+    std::printf(" %17s", (cpu_text(row.remold_cpu_us) + "/" + cpu_text(row.peer_cpu_us)).c_str());
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -402,6 +448,8 @@ void print_json_row(const Row& row, const Config& cfg) {
                 "\"peer_p99_us\":%.1f,\"peer_added_p50_us\":%.1f,\"peer_errors\":%llu",
                 cfg.peer_name.c_str(), row.peer->ops_per_s, peer_ratio(row), row.peer->p50_us, row.peer->p99_us,
                 row.peer->p50_us - row.direct.p50_us, static_cast<unsigned long long>(row.peer->errors));
+  if (row.remold_cpu_us >= 0) std::printf(",\"remold_cpu_us_per_op\":%.2f", row.remold_cpu_us);
+  if (row.peer_cpu_us >= 0) std::printf(",\"peer_cpu_us_per_op\":%.2f", row.peer_cpu_us);
   std::printf("}\n");
 }
 
@@ -427,9 +475,12 @@ void print_peer_check(const Config& cfg, const std::vector<Row>& rows) {
   for (const Row& row : rows) {
     if (row.op != OpKind::find_by_id || !row.peer) continue;
     if (row.clients == 16 || row.clients == 64) {
-      std::printf("against %s (find_by_id, %d clients): ratio %.3f >= %s's %.3f: %s\n", cfg.peer_name.c_str(),
+      std::printf("against %s (find_by_id, %d clients): ratio %.3f >= %s's %.3f: %s", cfg.peer_name.c_str(),
                   row.clients, ratio(row), cfg.peer_name.c_str(), peer_ratio(row),
                   ratio(row) >= peer_ratio(row) ? "PASS" : "FAIL");
+      if (row.remold_cpu_us >= 0 && row.peer_cpu_us >= 0)
+        std::printf("; CPU per op %.1f us against %.1f us", row.remold_cpu_us, row.peer_cpu_us);
+      std::printf("\n");
     } else if (row.clients == 1) {
       const double added = row.proxy.p50_us - row.direct.p50_us;
       const double peer_added = row.peer->p50_us - row.direct.p50_us;

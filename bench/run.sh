@@ -24,5 +24,9 @@ bench_init remold_bench remold-bench "$@"
 # shellcheck disable=SC2086  # REMOLD_BENCH_REMOLD_ARGS is a list of flags
 bench_start_endpoints ${REMOLD_BENCH_REMOLD_ARGS:-}
 bench_start_peer
-bench_run
+# The CPU time per op of the proxies this script started.
+pids=()
+[[ -n $REMOLD_PID ]] && pids+=(--remold-pid "$REMOLD_PID")
+[[ -n $PEER_PID ]] && pids+=(--peer-pid "$PEER_PID")
+bench_run "${pids[@]}"
 exit "$STATUS"
