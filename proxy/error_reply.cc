@@ -4,13 +4,15 @@
 
 #include "proxy/op_msg.h"
 #include "proxy/op_query.h"
+#include "common/utf8.h"
 
 namespace remold::wire {
 
 std::vector<uint8_t> ErrorDocument(const WireError& error) {
   bson_t doc = BSON_INITIALIZER;
   BSON_APPEND_DOUBLE(&doc, "ok", 0.0);
-  bson_append_utf8(&doc, "errmsg", -1, error.message.data(), static_cast<int>(error.message.size()));
+  const std::string message = ValidUtf8(error.message);
+  bson_append_utf8(&doc, "errmsg", -1, message.data(), static_cast<int>(message.size()));
   BSON_APPEND_INT32(&doc, "code", error.code.value);
   bson_append_utf8(&doc, "codeName", -1, error.code.name.data(),
                    static_cast<int>(error.code.name.size()));

@@ -6,6 +6,7 @@
 
 #include "common/error_code.h"
 #include "common/bson_walk.h"
+#include "common/utf8.h"
 
 namespace remold {
 namespace {
@@ -38,7 +39,7 @@ Doc ShardDocument(const TopologyView* view, const BackendOptions& backend) {
 Doc Refusal(ErrorCode code, std::string_view message) {
   Doc reply;
   BSON_APPEND_DOUBLE(reply.mut(), "ok", 0.0);
-  AppendString(reply.mut(), "errmsg", message);
+  AppendString(reply.mut(), "errmsg", ValidUtf8(message));
   BSON_APPEND_INT32(reply.mut(), "code", code.value);
   AppendString(reply.mut(), "codeName", code.name);
   return reply;

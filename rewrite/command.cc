@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "common/utf8.h"
+
 namespace remold {
 namespace {
 
@@ -86,7 +88,7 @@ Doc ErrorReply(ErrorCode code, std::string_view message) {
 Doc ErrorReply(int code, std::string_view code_name, std::string_view message) {
   Doc doc;
   BSON_APPEND_DOUBLE(doc.mut(), "ok", 0.0);
-  AppendString(doc.mut(), "errmsg", message);
+  AppendString(doc.mut(), "errmsg", ValidUtf8(message));
   BSON_APPEND_INT32(doc.mut(), "code", code);
   if (!code_name.empty()) AppendString(doc.mut(), "codeName", code_name);
   return doc;

@@ -5,6 +5,7 @@
 
 #include "patterns/attribute/migration.h"
 #include "patterns/attribute/rewrite.h"
+#include "common/utf8.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/filter_clauses.h"
 #include "rewrite/plan.h"
@@ -382,7 +383,7 @@ Plan StatementWriteError(size_t index, ErrorCode code, const std::string& messag
   BSON_APPEND_INT32(reply.mut(), "nModified", 0);
   BSON_APPEND_INT32(error.mut(), "index", static_cast<int32_t>(index));
   BSON_APPEND_INT32(error.mut(), "code", code.value);
-  AppendString(error.mut(), "errmsg", message);
+  AppendString(error.mut(), "errmsg", ValidUtf8(message));
   AppendArray(reply.mut(), "writeErrors", {error});
   BSON_APPEND_DOUBLE(reply.mut(), "ok", 1.0);
   return ImmediateReply(std::move(reply));

@@ -18,6 +18,7 @@
 
 #include "patterns/bucket/rewrite.h"
 #include "patterns/bucket/pushdown.h"
+#include "common/utf8.h"
 
 namespace remold {
 namespace {
@@ -509,7 +510,7 @@ ShapedReply ShapeInsert(const InsertShape& shape, std::span<const Doc> replies) 
       bson_append_document_begin(&array, key.c_str(), -1, &e);
       BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(errors[i].index));
       BSON_APPEND_INT32(&e, "code", errors[i].code);
-      AppendString(&e, "errmsg", errors[i].message);
+      AppendString(&e, "errmsg", ValidUtf8(errors[i].message));
       bson_append_document_end(&array, &e);
     }
     bson_append_array_end(r, &array);

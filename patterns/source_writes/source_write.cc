@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
+
 namespace remold {
 
 SourceWrite::SourceWrite(std::shared_ptr<const SourceRule> rule, const Command& client)
@@ -129,7 +131,7 @@ void SourceWrite::FailStatement(size_t index, int code, const std::string& code_
   BSON_APPEND_INT32(error.mut(), "index", static_cast<int32_t>(index));
   BSON_APPEND_INT32(error.mut(), "code", code);
   if (!code_name.empty()) AppendString(error.mut(), "codeName", code_name);
-  AppendString(error.mut(), "errmsg", errmsg);
+  AppendString(error.mut(), "errmsg", ValidUtf8(errmsg));
   write_errors.push_back(std::move(error));
 }
 
