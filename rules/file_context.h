@@ -152,6 +152,10 @@ class FileContext {
       Report(node, what + " '" + name + "' must be a top-level field name (no '.', not starting with '$')");
       return false;
     }
+    if (name.find('\0') != std::string::npos) {  // a BSON key ends at its first NUL
+      Report(node, what + " must not contain a NUL character");
+      return false;
+    }
     return true;
   }
 
@@ -168,6 +172,9 @@ class FileContext {
 };
 
 inline Namespace ParseNamespace(const FileContext& ctx, const YAML::Node& node, const std::string& text) {
+  // MongoDB allows no NUL in a database or collection name (and the BSON
+  // strings remold writes them into would end there).
+  if (text.find('\0') != std::string::npos) ctx.Fail(node, "a namespace must not contain a NUL character");
   size_t dot = text.find('.');
   if (dot == std::string::npos || dot == 0 || dot + 1 == text.size() ||
       text.find('$') != std::string::npos)
