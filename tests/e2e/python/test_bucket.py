@@ -31,6 +31,7 @@ from bson.decimal128 import Decimal128
 from bson.int64 import Int64
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
+import wire
 from support import CommandLog, run_explain
 
 HOUR = dt.timedelta(hours=1)
@@ -1124,6 +1125,27 @@ def test_partial_delete_is_refused(bucket_db, rules_remold, direct_client, make_
         assert sorted(buckets.find(), key=lambda b: (b["sensor"], b["start"])) == before, \
             f"{name} changed the buckets"
     assert coll.count_documents({}) == len(docs)
+
+
+def test_refusal_quoting_a_field_name_that_is_not_utf8_is_valid_utf8(bucket_db, rules_remold, make_client):
+    # BSON lets a key hold any bytes, and remold's refusal quotes the field
+    # it refuses. A driver that decodes replies strictly (the Node.js
+    # driver validates UTF-8 by default) must still read the refusal: the
+    # quote comes back with U+FFFD. Decoded strictly here (pymongo itself
+    # decodes command replies with "replace").
+    remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
+    make_client(remold.uri)[bucket_db]["readings"].insert_one(reading("s1", T0, 1.0))
+    body = bson.encode({"delete": "readings", "deletes": [{"q": {"teXmp": {"$gt": 10}}, "limit": 0}],
+                        "$db": bucket_db})
+    body = body.replace(b"teXmp", b"te\xffmp")  # the same length: the sizes hold
+    sock = wire.connect(*remold.address)
+    try:
+        reply = wire.roundtrip(sock, wire.op_msg(body)).docs[0]  # bson.decode: strict UTF-8
+    finally:
+        sock.close()
+    assert reply["ok"] == 0 and reply["code"] == 72, reply
+    assert "(got 'te\ufffdmp')" in reply["errmsg"], reply
+    assert make_client(remold.uri)[bucket_db]["readings"].count_documents({}) == 1
 
 
 def test_updates_are_refused(bucket_db, rules_remold, direct_client, make_client):
