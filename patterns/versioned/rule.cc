@@ -102,11 +102,17 @@ std::vector<std::string> StepFields(const FileContext& ctx, const YAML::Node& no
 
 // The expressions a read can run as aggregation exactly as evaluated in
 // C++ (patterns/expression/aggregation.h): strings joined and split.
-void CheckUpgradeExpression(const FileContext& ctx, const YAML::Node& node, const Expression& e, bool top) {
+void CheckUpgradeExpression(const FileContext& ctx, const YAML::Node& node, const Expression& e, int depth) {
+  const bool top = depth == 1;
   switch (e.kind) {
     case Expression::Kind::kConcat:
     case Expression::Kind::kPart:
-      for (const Expression& operand : e.operands) CheckUpgradeExpression(ctx, node, operand, false);
+      if (depth > VersionedRule::kMaxUpgradeExpressionDepth)
+        ctx.Fail(node, "an upgrade's expression nests 'concat' and 'part' more than " +
+                           std::to_string(VersionedRule::kMaxUpgradeExpressionDepth) +
+                           " levels deep (the aggregation that upgrades documents on reads would nest "
+                           "deeper than MongoDB allows)");
+      for (const Expression& operand : e.operands) CheckUpgradeExpression(ctx, node, operand, depth + 1);
       return;
     case Expression::Kind::kField:
       if (!top) return;
@@ -173,7 +179,7 @@ UpgradeStep ParseStep(const FileContext& ctx, const YAML::Node& node, const std:
     if (!spec["expression"]) ctx.Fail(spec, "'compute' needs 'expression'");
     std::set<std::string> inputs;
     step.expression = ParseExpression(ctx, spec["expression"], inputs);
-    CheckUpgradeExpression(ctx, spec["expression"], step.expression, true);
+    CheckUpgradeExpression(ctx, spec["expression"], step.expression, 1);
   } else if (name == "convert") {
     ctx.CheckKeys(spec, "'convert'", {"field", "to"});
     step.kind = UpgradeStep::Kind::kConvert;
@@ -213,6 +219,11 @@ DocumentVersion ParseVersion(const FileContext& ctx, const YAML::Node& node, boo
   if (first)
     ctx.Fail(upgrade, "the first version has no 'upgrade': documents without the version field are at it");
   if (!upgrade.IsSequence()) ctx.Fail(upgrade, "'upgrade' is " + Found(upgrade) + ", expected a list of steps");
+  if (upgrade.size() > VersionedRule::kMaxUpgradeSteps)
+    ctx.Fail(upgrade, "version " + std::to_string(number) + "'s 'upgrade' has " + std::to_string(upgrade.size()) +
+                          " steps, at most " + std::to_string(VersionedRule::kMaxUpgradeSteps) +
+                          ": split them over more versions (each step nests the aggregation that upgrades "
+                          "documents on reads deeper, and MongoDB refuses documents nested more than 100 levels)");
   for (const auto& item : upgrade)
     ctx.Step([&] { version.upgrade.push_back(ParseStep(ctx, item, version_field)); });
   return version;

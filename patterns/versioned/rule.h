@@ -4,6 +4,7 @@
 // provides).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -70,6 +71,12 @@ struct VersionedRule {
   bool Changes(std::string_view field) const;
 
   static constexpr std::string_view kName = "versioned";
+  // Each step of a version's upgrade, and each level of a computed step's
+  // expression, nests the aggregation stage that upgrades documents on reads
+  // (view.h) deeper: within these, every stage stays under the 100 levels
+  // of nesting that MongoDB allows a document (a test holds the worst case).
+  static constexpr size_t kMaxUpgradeSteps = 10;
+  static constexpr int kMaxUpgradeExpressionDepth = 8;
   // Parses the rule file's `versioned:` section (a mapping; see rule.cc).
   static VersionedRule Parse(const FileContext& ctx, const YAML::Node& section,
                              const Namespace& logical);
