@@ -247,6 +247,11 @@ VersionedRule VersionedRule::Parse(const FileContext& ctx, const YAML::Node& v, 
     if (!list) ctx.Fail(v, "missing 'versions' in 'versioned', expected the list of versions, oldest first");
     if (!list.IsSequence() || list.size() < 2)
       ctx.Fail(list, "'versions' must list at least two versions, oldest first");
+    if (list.size() > VersionedRule::kMaxVersions)
+      ctx.Fail(list, "'versions' lists " + std::to_string(list.size()) + " versions, at most " +
+                         std::to_string(VersionedRule::kMaxVersions) +
+                         ": reads upgrade older documents through one aggregation stage per version, and "
+                         "MongoDB refuses pipelines of more than 1000 stages");
     for (size_t i = 0; i < list.size(); ++i) {
       ctx.Step([&] {
         DocumentVersion version = ParseVersion(ctx, list[i], i == 0, rule.field);

@@ -77,6 +77,9 @@ struct VersionedRule {
   // of nesting that MongoDB allows a document (a test holds the worst case).
   static constexpr size_t kMaxUpgradeSteps = 10;
   static constexpr int kMaxUpgradeExpressionDepth = 8;
+  // Reads upgrade through one stage per version after the first, before
+  // the client's own stages; MongoDB refuses pipelines of over 1,000.
+  static constexpr size_t kMaxVersions = 100;
   // Parses the rule file's `versioned:` section (a mapping; see rule.cc).
   static VersionedRule Parse(const FileContext& ctx, const YAML::Node& section,
                              const Namespace& logical);
