@@ -76,7 +76,7 @@ struct VersionedRule {
   // (view.h) deeper: within these, every stage stays under the 100 levels
   // of nesting that MongoDB allows a document (a test holds the worst case).
   static constexpr size_t kMaxUpgradeSteps = 10;
-  static constexpr int kMaxUpgradeExpressionDepth = 8;
+  static constexpr int kMaxUpgradeExpressionDepth = 4;
   // Reads upgrade through one stage per version after the first, before
   // the client's own stages; MongoDB refuses pipelines of over 1,000.
   static constexpr size_t kMaxVersions = 100;

@@ -1,7 +1,7 @@
 // The versioned pattern's view (patterns/versioned/view.h) at the loader's
 // limits: a version with the most steps of each kind, and computed steps
-// at the deepest expression, give stages nested less than the 100 levels
-// MongoDB allows a document. One step or expression level past a limit
+// at the deepest expressions (`part` nests deepest), give stages nested
+// less than the 100 levels MongoDB allows a document. One step or expression level past a limit
 // is refused by the loader (tests/golden/loader/versioned).
 #include <bson/bson.h>
 #include <gtest/gtest.h>
@@ -50,13 +50,15 @@ std::string RuleRepeating(const std::string& step) {
   return text;
 }
 
-// {concat: [... {part: {of: a, by: " ", index: 0}} ...]}, nested as deep
-// as the loader allows.
-std::string DeepestExpression() {
-  std::string e = R"({part: {of: a, by: " ", index: 0}})";
-  for (int level = 1; level < VersionedRule::kMaxUpgradeExpressionDepth; ++level) e = "{concat: [" + e + ", b]}";
+// `wrap` applied to the field `a` as many times as the loader allows.
+template <typename Wrap>
+std::string DeepestExpression(Wrap wrap) {
+  std::string e = "a";
+  for (int level = 0; level < VersionedRule::kMaxUpgradeExpressionDepth; ++level) e = wrap(e);
   return e;
 }
+std::string Concat(const std::string& e) { return "{concat: [" + e + ", b]}"; }
+std::string Part(const std::string& e) { return "{part: {of: " + e + R"(, by: " ", index: -1}})"; }
 
 void ExpectStagesWithinNesting(const std::string& step) {
   RuleLoadResult loaded = LoadRuleText(RuleRepeating(step), "users.yaml");
@@ -76,8 +78,9 @@ TEST(VersionedViewDepth, EveryKindOfStepAtTheMostStepsStaysWithinMongoNesting) {
     ExpectStagesWithinNesting(step);
 }
 
-TEST(VersionedViewDepth, TheDeepestExpressionAtTheMostStepsStaysWithinMongoNesting) {
-  ExpectStagesWithinNesting("compute: {field: x#, expression: " + DeepestExpression() + "}");
+TEST(VersionedViewDepth, TheDeepestExpressionsAtTheMostStepsStayWithinMongoNesting) {
+  ExpectStagesWithinNesting("compute: {field: x#, expression: " + DeepestExpression(Concat) + "}");
+  ExpectStagesWithinNesting("compute: {field: x#, expression: " + DeepestExpression(Part) + "}");
 }
 
 TEST(VersionedViewDepth, OneStepMoreIsRefusedByTheLoader) {
