@@ -110,8 +110,8 @@ void CheckUpgradeExpression(const FileContext& ctx, const YAML::Node& node, cons
       if (depth > VersionedRule::kMaxUpgradeExpressionDepth)
         ctx.Fail(node, "an upgrade's expression nests 'concat' and 'part' more than " +
                            std::to_string(VersionedRule::kMaxUpgradeExpressionDepth) +
-                           " levels deep (the aggregation that upgrades documents on reads would nest "
-                           "deeper than MongoDB allows)");
+                           " levels deep (each level nests the stage that upgrades documents on reads "
+                           "deeper, and a stage must stay under 100 levels of nesting)");
       for (const Expression& operand : e.operands) CheckUpgradeExpression(ctx, node, operand, depth + 1);
       return;
     case Expression::Kind::kField:
@@ -222,8 +222,8 @@ DocumentVersion ParseVersion(const FileContext& ctx, const YAML::Node& node, boo
   if (upgrade.size() > VersionedRule::kMaxUpgradeSteps)
     ctx.Fail(upgrade, "version " + std::to_string(number) + "'s 'upgrade' has " + std::to_string(upgrade.size()) +
                           " steps, at most " + std::to_string(VersionedRule::kMaxUpgradeSteps) +
-                          ": split them over more versions (each step nests the aggregation that upgrades "
-                          "documents on reads deeper, and MongoDB refuses documents nested more than 100 levels)");
+                          ": split them over more versions (each step nests the stage that upgrades "
+                          "documents on reads deeper, and a stage must stay under 100 levels of nesting)");
   for (const auto& item : upgrade)
     ctx.Step([&] { version.upgrade.push_back(ParseStep(ctx, item, version_field)); });
   return version;

@@ -73,8 +73,10 @@ struct VersionedRule {
   static constexpr std::string_view kName = "versioned";
   // Each step of a version's upgrade, and each level of a computed step's
   // expression, nests the aggregation stage that upgrades documents on reads
-  // (view.h) deeper: within these, every stage stays under the 100 levels
-  // of nesting that MongoDB allows a document (a test holds the worst case).
+  // (view.h) deeper: within these, every stage stays under 100 levels of
+  // nesting, MongoDB's limit for a document, which leaves room in the 200 a
+  // command may nest for the $lookup or $facet around it (a test holds the
+  // worst case).
   static constexpr size_t kMaxUpgradeSteps = 10;
   static constexpr int kMaxUpgradeExpressionDepth = 4;
   // Reads upgrade through one stage per version after the first, before
