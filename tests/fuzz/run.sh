@@ -53,7 +53,7 @@ case $fork in
 esac
 [ "$fork" -gt 1 ] && options+=(-fork="$fork")
 # The short runs of `make test` mutate from a fixed seed, so that a commit's
-# CI run does not hang on luck; the long runs (merge) explore at random.
+# CI run does not depend on luck; the long runs (merge) explore at random.
 [ -z "$merge" ] && options+=(-seed=1)
 
 start=$(date +%s)

@@ -1,13 +1,16 @@
 // The versioned pattern's view (patterns/versioned/view.h) at the loader's
 // limits: a version with the most steps of each kind, and computed steps
 // at the deepest expressions (`part` nests deepest), give stages nested
-// less than the 100 levels MongoDB allows a document. One step or expression level past a limit
-// is refused by the loader (tests/golden/loader/versioned).
+// less than the 100 levels MongoDB allows a document. One step or
+// expression level past a limit is refused by the loader
+// (tests/golden/loader/versioned).
 #include <bson/bson.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "patterns/versioned/view.h"
 #include "rules/loader.h"
