@@ -368,7 +368,7 @@ def test_a_large_fan_out_is_batched_and_logged(ref_env, private_remold, make_cli
     large = [line for line in log.splitlines() if "set its copies on" in line]
     assert len(large) == 1, log
     assert f"a write to {env.name}.customers set its copies on 2500 documents of {env.name}.orders" in large[0]
-    assert "c05" not in large[0]
+    assert "c05" not in large[0].replace(env.name, "")  # the name's random suffix may hold it
 
 
 def test_explain_shows_the_follow_ups(ref_env):
