@@ -2,6 +2,8 @@
 #   make run   build, install what is missing, start a local backend with
 #              remold and the example rules (examples/rules) in front of it,
 #              print the connection string and a command to try per rule.
+#              BACKEND=documentdb: in front of DocumentDB, the real engine,
+#              instead of the in-memory stand-in.
 #   make demo  build, then measure what the example rules change against
 #              plain collections (examples/demo.py; about 15 s).
 #   make test  build and run every test (unit, golden, e2e with pymongo and
@@ -17,6 +19,7 @@
 BUILD ?= build
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
+BACKEND ?= stand-in
 FUZZ_SECONDS ?= 3600
 FUZZ_TARGETS ?= codec rules rewrite
 FUZZ_FORK ?= 1
@@ -54,7 +57,7 @@ test: build-all fuzz-build
 	  exit 1; }
 
 run: build
-	@bash scripts/run-local.sh $(BUILD)/remold
+	@REMOLD_RUN_BACKEND=$(BACKEND) bash scripts/run-local.sh $(BUILD)/remold
 
 demo: build
 	@.venv/bin/python examples/demo.py --build $(BUILD)

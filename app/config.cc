@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <optional>
 
+#include "app/backend_credentials.h"
+#include "proxy/own_connection_uri.h"
+
 namespace remold {
 namespace {
 
@@ -19,9 +22,10 @@ struct Setting {
   std::string_view help;
 };
 
-constexpr std::array<Setting, 17> kSettings = {{
+constexpr std::array<Setting, 18> kSettings = {{
     {"listen", "--listen", "HOST:PORT   address to accept clients on (default 127.0.0.1:27018)"},
     {"backend", "--backend", "URI         backend, mongodb://host[:port][,...][?options] (required)"},
+    {"backend_credentials", "--backend-credentials", "FILE  remold's own user on the backend (YAML; see the README)"},
     {"rules", "--rules", "DIR         rules directory (one YAML file per collection)"},
     {"log_level", "--log-level", "LEVEL       trace, debug, info, warn, error or off (default info)"},
     {"threads", "--threads", "N           worker threads (default: one per core)"},
@@ -67,6 +71,8 @@ void Apply(Config& config, std::string_view key, const std::string& value, std::
     config.listen = *listen;
   } else if (key == "backend") {
     config.backend_uri = value;
+  } else if (key == "backend_credentials") {
+    config.backend_credentials_file = value;
   } else if (key == "rules") {
     config.rules_dir = value;
   } else if (key == "log_level") {
@@ -145,6 +151,11 @@ void Validate(Config& config) {
   std::optional<BackendOptions> backend = ParseBackendUri(config.backend_uri, error);
   if (!backend) throw ConfigError("backend: " + error);
   config.backend = *backend;
+  config.identity = LoadBackendIdentity(config.backend_credentials_file, ProcessEnvironment);
+  if (config.identity.enabled) {
+    MongocUriPtr own = OwnConnectionUri(config.backend, config.identity, "remold", error);
+    if (!own) throw ConfigError("backend_credentials: " + error);
+  }
   if (!config.rules_dir.empty() && !std::filesystem::is_directory(config.rules_dir))
     throw ConfigError("rules: '" + config.rules_dir + "' is not a directory");
   if (config.tls_cert_file.empty() != config.tls_key_file.empty())

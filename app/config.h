@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/backend_identity.h"
 #include "proxy/backend_uri.h"
 
 namespace remold {
@@ -24,6 +25,10 @@ struct Config {
   HostAndPort listen{"127.0.0.1", 27018};
   std::string backend_uri;          // required
   BackendOptions backend;           // parsed from backend_uri
+  // remold's own user on the backend (app/backend_credentials.h): from
+  // this file, or else from the environment.
+  std::string backend_credentials_file;
+  BackendIdentity identity;
   std::string rules_dir;            // optional
   std::string log_level = "info";
   int threads = 0;                  // 0: one per hardware thread

@@ -3,6 +3,8 @@
 #include <optional>
 #include <ostream>
 
+#include "app/backend_credentials.h"
+#include "app/config.h"
 #include "app/unconverted_data.h"
 #include "proxy/backend_uri.h"
 #include "rewrite/engine.h"
@@ -16,17 +18,24 @@ std::string Display(const BackendCommand& command) { return FoldedCommand(comman
 
 // `remold check --backend`: the documents written before each rule that
 // are not in its form. 0 when there are none, 1 otherwise.
-int CheckBackendData(const RuleSet& rules, const std::string& backend_uri, std::ostream& out,
-                     std::ostream& err) {
+int CheckBackendData(const RuleSet& rules, const std::string& backend_uri, const std::string& credentials_file,
+                     std::ostream& out, std::ostream& err) {
   std::string error;
   std::optional<BackendOptions> backend = ParseBackendUri(backend_uri, error);
   if (!backend) {
     err << "remold check: " << error << "\n";
     return 2;
   }
+  BackendIdentity identity;
+  try {
+    identity = LoadBackendIdentity(credentials_file, ProcessEnvironment);
+  } catch (const ConfigError& e) {
+    err << "remold check: " << e.what() << "\n";
+    return 2;
+  }
   size_t unconverted = 0;
   try {
-    BackendClient client(MongocUri(backend_uri, *backend, "remold-check"));
+    BackendClient client(*backend, identity, "remold-check");
     for (const UnconvertedProbe& probe : UnconvertedProbes(rules)) {
       const int64_t count = client.CountDocuments(probe.logical, probe.filter.get(), kUnconvertedCountLimit);
       if (count == 0) {
@@ -49,19 +58,21 @@ int CheckBackendData(const RuleSet& rules, const std::string& backend_uri, std::
 }  // namespace
 
 int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string dir, backend_uri;
+  std::string dir, backend_uri, credentials_file;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--backend" && i + 1 < args.size()) {
       backend_uri = args[++i];
+    } else if (args[i] == "--backend-credentials" && i + 1 < args.size()) {
+      credentials_file = args[++i];
     } else if (dir.empty() && args[i].rfind("--", 0) != 0) {
       dir = args[i];
     } else {
-      err << "usage: remold check DIR [--backend URI]\n";
+      err << "usage: remold check DIR [--backend URI [--backend-credentials FILE]]\n";
       return 2;
     }
   }
   if (dir.empty()) {
-    err << "usage: remold check DIR [--backend URI]\n";
+    err << "usage: remold check DIR [--backend URI [--backend-credentials FILE]]\n";
     return 2;
   }
   RuleLoadResult result = LoadRuleDirectory(dir);
@@ -77,7 +88,7 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   out << "remold check: " << result.rules->rules().size() << " rule(s) OK in " << dir << "\n";
   if (backend_uri.empty()) return 0;
-  return CheckBackendData(*result.rules, backend_uri, out, err);
+  return CheckBackendData(*result.rules, backend_uri, credentials_file, out, err);
 }
 
 int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -17,6 +17,7 @@
 #include "app/rule_reloader.h"
 #include "app/status_server.h"
 #include "app/unconverted_data.h"
+#include "tools/common/backend_client.h"
 #include "patterns/patterns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"
@@ -59,7 +60,7 @@ std::optional<Config> ReadConfig(const std::vector<std::string>& args) {
 // Counts, on a thread of its own, the documents written before each rule
 // of `probes` that are not in its form, and warns of them
 // (app/unconverted_data.h).
-void CountUnconverted(std::vector<UnconvertedProbe> probes, std::shared_ptr<TopologyMonitor> topology);
+void CountUnconverted(std::vector<UnconvertedProbe> probes, const Config& config);
 
 // One run of `remold serve`, set up in the order RunServe calls the steps.
 // A step that fails prints why and returns false. The status endpoint and
@@ -198,33 +199,32 @@ bool ServeRun::StartTopologyMonitor() {
 }
 
 void ServeRun::WarnOfUnconvertedData() {
-  CountUnconverted(UnconvertedProbes(*rules_->Load()), topology_);
+  CountUnconverted(UnconvertedProbes(*rules_->Load()), config_);
   if (reloader_) {
-    reloader_->SetOnChange([topology = topology_](const RuleSet& before, const RuleSet& after) {
-      CountUnconverted(UnconvertedProbes(after, &before), topology);
+    reloader_->SetOnChange([config = config_](const RuleSet& before, const RuleSet& after) {
+      CountUnconverted(UnconvertedProbes(after, &before), config);
     });
   }
 }
 
-void CountUnconverted(std::vector<UnconvertedProbe> probes, std::shared_ptr<TopologyMonitor> topology) {
+void CountUnconverted(std::vector<UnconvertedProbe> probes, const Config& config) {
   if (probes.empty()) return;
-  if (!topology) {
-    spdlog::info("rules: documents written before the rules are not counted with directConnection=true; "
-                 "run `remold check RULES --backend URI` to count them");
-    return;
-  }
-  // Detached: the counts wait for the backend; the monitor outlives the
-  // process's last request (it is never destroyed).
-  std::thread([probes = std::move(probes), topology = std::move(topology)] {
-    for (const UnconvertedProbe& probe : probes) {
-      std::string error;
-      std::optional<int64_t> count = topology->CountDocuments(
-          probe.logical.db, probe.logical.collection, probe.filter.get(), kUnconvertedCountLimit, error);
-      if (!count)
-        spdlog::warn("rules: could not count the documents of {} written before rule '{}': {}",
-                     probe.logical.full(), probe.rule, error);
-      else if (*count > 0)
-        spdlog::warn("rules: {}", DescribeUnconverted(probe, *count));
+  // Detached: the counts wait for the backend, on a connection of remold's
+  // own (as its own identity), never on a client's.
+  std::thread([probes = std::move(probes), backend = config.backend, identity = config.identity] {
+    try {
+      BackendClient client(backend, identity, backend.app_name.empty() ? "remold" : backend.app_name);
+      for (const UnconvertedProbe& probe : probes) {
+        try {
+          const int64_t count = client.CountDocuments(probe.logical, probe.filter.get(), kUnconvertedCountLimit);
+          if (count > 0) spdlog::warn("rules: {}", DescribeUnconverted(probe, count));
+        } catch (const BackendError& e) {
+          spdlog::warn("rules: could not count the documents of {} written before rule '{}': {}",
+                       probe.logical.full(), probe.rule, e.what());
+        }
+      }
+    } catch (const BackendError& e) {
+      spdlog::warn("rules: could not count the documents written before the rules: {}", e.what());
     }
   }).detach();
 }

@@ -205,4 +205,12 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
+std::optional<Credentials> bench_credentials() {
+  const char* user = std::getenv("REMOLD_BENCH_USER");
+  if (!user || !*user) return std::nullopt;
+  Credentials credentials{user, std::getenv("REMOLD_BENCH_PASSWORD") ? std::getenv("REMOLD_BENCH_PASSWORD") : ""};
+  if (const char* source = std::getenv("REMOLD_BENCH_AUTH_SOURCE"); source && *source) credentials.source = source;
+  return credentials;
+}
+
 }  // namespace bench_common

@@ -17,6 +17,11 @@
 //     two middle values of an even count (0 for no samples).
 //   - usable_cores(), load_average(), process_cpu_seconds() and
 //     self_cpu_seconds() return -1 when the system does not tell.
+//   - bench_credentials() is the identity the bench's clients log in as,
+//     from REMOLD_BENCH_USER, REMOLD_BENCH_PASSWORD and
+//     REMOLD_BENCH_AUTH_SOURCE (admin): std::nullopt without a user (a
+//     backend that needs no login). The same login goes to the backend
+//     directly and through each proxy, as an application's would.
 #pragma once
 
 #include <chrono>
@@ -84,5 +89,14 @@ std::optional<std::pair<double, double>> ratio_range(const std::vector<double>& 
 
 // `s` escaped for a JSON string (quotes, backslashes, control characters).
 std::string json_escape(const std::string& s);
+
+// ---- the login ---------------------------------------------------------------
+
+struct Credentials {
+  std::string user;
+  std::string password;
+  std::string source = "admin";
+};
+std::optional<Credentials> bench_credentials();
 
 }  // namespace bench_common

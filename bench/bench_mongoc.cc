@@ -1,9 +1,12 @@
 // mongo-c-driver helpers shared by the benches: see bench_mongoc.h.
 #include "bench_mongoc.h"
 
+#include <cctype>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
+
+#include "bench_common.h"
 
 namespace bench_common {
 
@@ -41,15 +44,41 @@ std::optional<double> number_at(const bson_t* doc, const char* path) {
   return bson_iter_as_double(&found);
 }
 
+namespace {
+
+// `text` with every byte but RFC 3986's unreserved ones percent-encoded, as
+// a user name or password must be inside a connection string.
+std::string percent_encoded(const std::string& text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 ClientPtr connect(const std::string& endpoint, const char* appname) {
-  const std::string uri = "mongodb://" + endpoint + "/?directConnection=true&appname=" + appname +
-                          "&serverSelectionTimeoutMS=10000&socketTimeoutMS=600000";
+  std::string login, login_options;
+  if (const std::optional<Credentials> credentials = bench_credentials()) {
+    login = percent_encoded(credentials->user) + ":" + percent_encoded(credentials->password) + "@";
+    login_options = "&authMechanism=SCRAM-SHA-256&authSource=" + percent_encoded(credentials->source);
+  }
+  const std::string uri = "mongodb://" + login + endpoint + "/?directConnection=true&appname=" + appname +
+                          "&serverSelectionTimeoutMS=10000&socketTimeoutMS=600000" + login_options;
   bson_error_t error;
   mongoc_uri_t* parsed = mongoc_uri_new_with_error(uri.c_str(), &error);
-  if (!parsed) throw std::runtime_error("bad URI " + uri + ": " + error.message);
+  if (!parsed) throw std::runtime_error("bad URI for " + endpoint + ": " + error.message);
   ClientPtr client(mongoc_client_new_from_uri(parsed));
   mongoc_uri_destroy(parsed);
-  if (!client) throw std::runtime_error("cannot create a client for " + uri);
+  if (!client) throw std::runtime_error(std::string("cannot create a client for ") + endpoint);
   mongoc_client_set_error_api(client.get(), MONGOC_ERROR_API_VERSION_2);
   auto ping = json(R"({"ping": 1})");
   if (!mongoc_client_command_simple(client.get(), "admin", ping.get(), nullptr, nullptr, &error))

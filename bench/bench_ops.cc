@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "bench_common.h"
+#include "tools/common/scram_login.h"
+
 namespace remold_bench {
 namespace {
 
@@ -119,6 +122,17 @@ void handshake(WireClient& client) {
   BSON_APPEND_UTF8(&cmd, "$db", "admin");
   checked_command(client, cmd, "isMaster");
   bson_destroy(&cmd);
+  const std::optional<bench_common::Credentials> credentials = bench_common::bench_credentials();
+  if (!credentials) return;
+  const remold::CommandRunner run = [&client](const std::string& db, const remold::Doc& command) {
+    remold::Doc body = command;
+    remold::AppendString(body.mut(), "$db", db);
+    return remold::Doc::FromBson(&client.command(*body.get()));
+  };
+  if (std::optional<remold::LoginFailure> failure =
+          remold::ScramLogin(run, remold::AuthMechanism::kScramSha256, credentials->user, credentials->password,
+                             credentials->source))
+    throw WireError("SCRAM-SHA-256 login as '" + credentials->user + "' failed: " + failure->why);
 }
 
 void seed_collection(WireClient& client, int32_t count) {

@@ -24,8 +24,10 @@ const char* op_name(OpKind op);
 // One timed operation; `id` is the _id to look up (ignored by ping).
 std::string run_op(WireClient& client, OpKind op, int32_t id);
 
-// The connection handshake a driver would send first (isMaster); throws
-// WireError when the server does not answer ok: 1.
+// The connection handshake a driver would send first (isMaster), then the
+// login with SCRAM-SHA-256 when the bench has credentials
+// (bench_common::bench_credentials()); throws WireError when the server
+// does not answer ok: 1 or refuses the login.
 void handshake(WireClient& client);
 
 // Drops bench.c and inserts `count` documents in batches; throws WireError

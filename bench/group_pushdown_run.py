@@ -13,7 +13,9 @@ hourly buckets), checks the three answers agree, then times them in
 rotating rounds and prints p50/p99 and each against the unwinding plan.
 
 Usage: .venv/bin/python bench/group_pushdown_run.py [--build build] [--rounds 5] [--queries 40]
-A backend: REMOLD_BENCH_BACKEND=mongodb://..., else a mongo-java-server is
+A backend: REMOLD_BENCH_BACKEND=mongodb://... (with credentials, e.g. a
+DocumentDB's `scripts/install-documentdb.sh uri`: remold's own connections
+and the client through it log in as that user), else a mongo-java-server is
 started here.
 
 make demo (examples/demo_readings.py) seeds and queries with day_batches(),
@@ -33,7 +35,7 @@ from pathlib import Path
 
 import pymongo
 
-from bench_processes import percentile, start_backend, start_remold
+from bench_processes import client_uri, percentile, start_backend, start_remold
 
 DB = "remold_group_bench"
 T0 = dt.datetime(2024, 3, 4)
@@ -87,14 +89,14 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as rules:
             Path(rules, "readings.yaml").write_text(RULE.format(db=DB))
             remold, port = start_remold(args.build, uri, "--rules", rules)
-            through = pymongo.MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true")[DB]["readings"]
+            through = pymongo.MongoClient(client_uri(uri, port))[DB]["readings"]
             flat = direct[DB]["flat"]
             for batch in day_batches():
                 through.insert_many([dict(d) for d in batch], ordered=False)
                 flat.insert_many(batch, ordered=False)
             buckets = direct[DB]["readings_buckets"].count_documents({})
             print(f"group pushdown bench: 100,800 readings of 10 sensors over 7 days ({buckets:,} buckets), "
-                  f"backend {uri}")
+                  f"backend {uri.rpartition('@')[2] if '@' in uri else uri}")
             cases = {
                 "from the buckets": lambda day: list(through.aggregate(query(day))),
                 "unwinding": lambda day: list(through.aggregate(query(day, early_ms=1))),

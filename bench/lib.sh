@@ -13,6 +13,9 @@
 #       --rules WORK/rules.
 #   bench_start_endpoints [remold serve args...]
 #       BACKEND = REMOLD_BENCH_BACKEND, else a mongo-java-server started here;
+#       REMOLD_BENCH_BACKEND=documentdb starts a DocumentDB of its own here
+#       (scripts/install-documentdb.sh serve, installed when missing) and
+#       sets the credentials below for it;
 #       PROXY = REMOLD_BENCH_PROXY, else BUILD/remold serve started here in
 #       front of BACKEND (with the rule and the given extra args). Sets
 #       BACKEND_PID / REMOLD_PID for what it started ("" otherwise) and prints
@@ -122,6 +125,31 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# Starts a DocumentDB of its own (scripts/install-documentdb.sh serve: a
+# fresh copy of the prepared cluster, stopped when its stdin closes) and sets
+# BACKEND and BACKEND_PID, and the credentials: the bench's clients log in
+# as the engine's libmongoc user (REMOLD_BENCH_USER/PASSWORD/AUTH_SOURCE:
+# libmongoc 1.23 rejects the salt the engine gives other users), remold's
+# own connections as the test user (REMOLD_BACKEND_USERNAME/...).
+start_documentdb() {
+  local script=$SRC/scripts/install-documentdb.sh line password
+  bash "$script" install >"$WORK/documentdb-install.log" 2>&1 || {
+    tail -n 30 "$WORK/documentdb-install.log" >&2; die "cannot install DocumentDB"; }
+  mkfifo "$WORK/backend.in"
+  bash "$script" serve <"$WORK/backend.in" >"$WORK/backend.log" 2>&1 &
+  BACKEND_PID=$!
+  exec 3>"$WORK/backend.in"
+  line=$(wait_for_line "$WORK/backend.log" '^listening ' "$BACKEND_PID") || {
+    cat "$WORK/backend.log" >&2; die "DocumentDB did not start"; }
+  BACKEND=${line#listening }
+  line=$(wait_for_line "$WORK/backend.log" '^libmongoc ' "$BACKEND_PID") || die "DocumentDB named no libmongoc user"
+  password=$(bash "$script" password)
+  export REMOLD_BENCH_USER=${line#libmongoc } REMOLD_BENCH_PASSWORD=$password REMOLD_BENCH_AUTH_SOURCE=admin
+  export REMOLD_BACKEND_USERNAME
+  REMOLD_BACKEND_USERNAME=$(bash "$script" user)
+  export REMOLD_BACKEND_PASSWORD=$password REMOLD_BACKEND_AUTH_SOURCE=admin REMOLD_BACKEND_AUTH_MECHANISM=SCRAM-SHA-256
+}
+
 # Starts BUILD/remold (with the rule, if any, and ARGS) in front of BACKEND
 # and sets PROXY. Asks for port 0 first; when remold rejects it (some builds
 # validate the listen port like a backend port), retries on free ports
@@ -155,7 +183,11 @@ start_remold() {
 bench_start_endpoints() {
   BACKEND=${REMOLD_BENCH_BACKEND:-}
   PROXY=${REMOLD_BENCH_PROXY:-}
-  [[ -n $BACKEND ]] || start_backend
+  if [[ $BACKEND == documentdb ]]; then
+    start_documentdb
+  elif [[ -z $BACKEND ]]; then
+    start_backend
+  fi
   [[ -n $PROXY ]] || start_remold "$@"
   local rules=""
   if [[ -n $RULE_FILE && -n $REMOLD_PID ]]; then

@@ -10,6 +10,10 @@
 #   BUILD_DIR defaults to build; it must hold remold and NAME_bench.
 #   Extra args go to the bench (NAME_bench --help lists them).
 # Environment:
+#   REMOLD_BENCH_BACKEND=documentdb start a DocumentDB of its own (installed
+#                                   when missing) with its test credentials.
+#   REMOLD_BENCH_USER/_PASSWORD/_AUTH_SOURCE  the bench clients' login (SCRAM-SHA-256)
+#                                   on a backend that requires one.
 #   REMOLD_BENCH_BACKEND=HOST:PORT  use this backend (e.g. a real mongod)
 #                                   instead of starting mongo-java-server
 #                                   (tests/backend). The bench drops or

@@ -6,6 +6,10 @@
 #   BUILD_DIR defaults to build; it must hold remold and remold_bench.
 #   Extra args go to remold_bench (e.g. --seconds 5 --clients 1,16).
 # Environment:
+#   REMOLD_BENCH_BACKEND=documentdb start a DocumentDB of its own (installed
+#                                   when missing) with its test credentials.
+#   REMOLD_BENCH_USER/_PASSWORD/_AUTH_SOURCE  the bench clients' login (SCRAM-SHA-256)
+#                                   on a backend that requires one.
 #   REMOLD_BENCH_BACKEND=HOST:PORT  use this backend instead of starting
 #                                   mongo-java-server (tests/backend).
 #   REMOLD_BENCH_REMOLD_ARGS="..."  extra flags for remold serve (e.g. --threads 1)

@@ -33,6 +33,7 @@ inline constexpr ErrorCode kInvalidBSON{22, "InvalidBSON"};
 inline constexpr ErrorCode kCommandNotFound{59, "CommandNotFound"};
 inline constexpr ErrorCode kImmutableField{66, "ImmutableField"};
 inline constexpr ErrorCode kInvalidOptions{72, "InvalidOptions"};
+inline constexpr ErrorCode kWriteConflict{112, "WriteConflict"};
 inline constexpr ErrorCode kCommandNotSupported{115, "CommandNotSupported"};
 inline constexpr ErrorCode kDocumentValidationFailure{121, "DocumentValidationFailure"};
 inline constexpr ErrorCode kCommandNotSupportedOnView{166, "CommandNotSupportedOnView"};

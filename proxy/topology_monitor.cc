@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "common/doc.h"
+#include "proxy/own_connection_uri.h"
 
 namespace remold {
 namespace {
@@ -110,38 +111,13 @@ TopologyMonitor::~TopologyMonitor() {
 
 bool TopologyMonitor::Start(std::string& error) {
   EnsureMongoc();
-  std::string text = "mongodb://";
-  for (size_t i = 0; i < backend_.hosts.size(); ++i) text += (i ? "," : "") + AddressText(backend_.hosts[i]);
-  text += "/";
-  bson_error_t bson_error;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(text.c_str(), &bson_error);
-  if (!uri) {
-    error = bson_error.message;
-    return false;
-  }
-  mongoc_uri_set_option_as_bool(uri, MONGOC_URI_DIRECTCONNECTION, false);
-  if (!backend_.replica_set.empty())
-    mongoc_uri_set_option_as_utf8(uri, MONGOC_URI_REPLICASET, backend_.replica_set.c_str());
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS,
-                                 static_cast<int32_t>(backend_.connect_timeout.count()));
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_HEARTBEATFREQUENCYMS,
+  MongocUriPtr uri =
+      OwnConnectionUri(backend_, BackendIdentity{}, backend_.app_name.empty() ? "remold" : backend_.app_name, error);
+  if (!uri) return false;
+  mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_HEARTBEATFREQUENCYMS,
                                  static_cast<int32_t>(backend_.heartbeat.count()));
-  mongoc_uri_set_option_as_utf8(uri, MONGOC_URI_APPNAME,
-                                backend_.app_name.empty() ? "remold" : backend_.app_name.c_str());
-  if (backend_.tls.enabled) {
-    mongoc_uri_set_option_as_bool(uri, MONGOC_URI_TLS, true);
-    if (!backend_.tls.ca_file.empty())
-      mongoc_uri_set_option_as_utf8(uri, MONGOC_URI_TLSCAFILE, backend_.tls.ca_file.c_str());
-    if (!backend_.tls.certificate_key_file.empty())
-      mongoc_uri_set_option_as_utf8(uri, MONGOC_URI_TLSCERTIFICATEKEYFILE,
-                                    backend_.tls.certificate_key_file.c_str());
-    if (backend_.tls.allow_invalid_hostnames)
-      mongoc_uri_set_option_as_bool(uri, MONGOC_URI_TLSALLOWINVALIDHOSTNAMES, true);
-    if (backend_.tls.allow_invalid_certificates)
-      mongoc_uri_set_option_as_bool(uri, MONGOC_URI_TLSALLOWINVALIDCERTIFICATES, true);
-  }
-  pool_ = mongoc_client_pool_new_with_error(uri, &bson_error);
-  mongoc_uri_destroy(uri);
+  bson_error_t bson_error;
+  pool_ = mongoc_client_pool_new_with_error(uri.get(), &bson_error);
   if (!pool_) {
     error = bson_error.message;
     return false;
@@ -155,28 +131,6 @@ bool TopologyMonitor::Start(std::string& error) {
   mongoc_apm_callbacks_destroy(callbacks);
   client_.store(mongoc_client_pool_pop(pool_), std::memory_order_release);  // the monitor threads start here
   return true;
-}
-
-std::optional<int64_t> TopologyMonitor::CountDocuments(const std::string& db, const std::string& collection,
-                                                      const bson_t* filter, int64_t limit, std::string& error) {
-  if (!pool_) {
-    error = "the backend is not monitored";
-    return std::nullopt;
-  }
-  mongoc_client_t* client = mongoc_client_pool_pop(pool_);
-  mongoc_collection_t* target = mongoc_client_get_collection(client, db.c_str(), collection.c_str());
-  bson_t options = BSON_INITIALIZER;
-  BSON_APPEND_INT64(&options, "limit", limit);
-  bson_error_t bson_error;
-  const int64_t count = mongoc_collection_count_documents(target, filter, &options, nullptr, nullptr, &bson_error);
-  bson_destroy(&options);
-  mongoc_collection_destroy(target);
-  mongoc_client_pool_push(pool_, client);
-  if (count < 0) {
-    error = bson_error.message;
-    return std::nullopt;
-  }
-  return count;
 }
 
 std::shared_ptr<const TopologyView> TopologyMonitor::View() const {

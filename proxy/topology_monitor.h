@@ -43,7 +43,9 @@ namespace remold {
 class TopologyMonitor {
  public:
   // Monitors the hosts of `backend` with its TLS, timeouts and replica set
-  // options. Nothing is contacted before Start().
+  // options. Nothing is contacted before Start(). Monitoring needs no
+  // identity: remold's own work runs elsewhere (tools/common/backend_client.h),
+  // so that a credential the backend refuses never marks a server unknown.
   explicit TopologyMonitor(const BackendOptions& backend);
   ~TopologyMonitor();
   TopologyMonitor(const TopologyMonitor&) = delete;
@@ -60,12 +62,6 @@ class TopologyMonitor {
   // `address` answered a request as a former primary (NotWritablePrimary
   // and the like) on one of remold's connections.
   void ReportNotPrimary(std::string_view address);
-
-  // How many documents of `db.collection` match `filter`, counting up to
-  // `limit`; blocks (the pool's server selection, then the count), for a
-  // thread of its own. nullopt with `error` set when it fails.
-  std::optional<int64_t> CountDocuments(const std::string& db, const std::string& collection,
-                                        const bson_t* filter, int64_t limit, std::string& error);
 
   // Since when the replica set has had no primary; nullopt while it has
   // one, or when the backend is not a replica set.

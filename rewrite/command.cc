@@ -1,5 +1,7 @@
 #include "rewrite/command.h"
 
+#include <algorithm>
+
 #include <array>
 
 #include "common/utf8.h"
@@ -79,6 +81,20 @@ BackendCommand UpdateCommand(const Command& client, ArgumentTarget arguments,
   update.sequence_id = "updates";
   update.sequence = std::move(statements);
   return update;
+}
+
+std::vector<Doc> InLockOrder(std::vector<Doc> statements) {
+  auto filter_bytes = [](const Doc& statement) {
+    std::optional<bson_iter_t> q = Find(statement.get(), "q");
+    if (!q || !BSON_ITER_HOLDS_DOCUMENT(&*q)) return std::string_view();
+    uint32_t length = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&*q, &length, &data);
+    return std::string_view(reinterpret_cast<const char*>(data), length);
+  };
+  std::stable_sort(statements.begin(), statements.end(),
+                   [&](const Doc& a, const Doc& b) { return filter_bytes(a) < filter_bytes(b); });
+  return statements;
 }
 
 Doc ErrorReply(ErrorCode code, std::string_view message) {

@@ -53,6 +53,15 @@ void SealCommand(const Command& client, ArgumentTarget target, std::string_view 
 BackendCommand UpdateCommand(const Command& client, ArgumentTarget arguments,
                              const Namespace& target, bool ordered, std::vector<Doc> statements);
 
+// `statements` ({q, u, ...}) ordered by their filters' bytes: the order of
+// the documents an unordered write of several statements locks, for a
+// follow-up whose statements each name one document. Two such writes then
+// lock the documents they share in the same order, and never wait on each
+// other: an engine that holds a write's row locks until it ends (DocumentDB)
+// would otherwise deadlock them and fail one after a part of it was
+// applied (docs/backends.md).
+std::vector<Doc> InLockOrder(std::vector<Doc> statements);
+
 // True when the client runs this command inside a multi-document transaction.
 bool InTransaction(const Command& command);
 

@@ -63,6 +63,13 @@ std::vector<Doc> DistinctStages(const std::string& key) {
     stages.push_back(Stage("$unwind", unwind));
     if (end == std::string::npos) break;
   }
+  // Where the unwinds left no value (an empty array, a missing field),
+  // nothing is added: MongoDB's $addToSet skips a missing value, but
+  // DocumentDB's adds null (docs/backends.md), so those go first.
+  Doc present, exists;
+  BSON_APPEND_BOOL(exists.mut(), "$exists", true);
+  AppendDoc(present.mut(), key, exists);
+  stages.push_back(Stage("$match", present));
   Doc group, add;
   BSON_APPEND_NULL(group.mut(), "_id");
   AppendString(add.mut(), "$addToSet", "$" + key);

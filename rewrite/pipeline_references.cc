@@ -61,27 +61,45 @@ void AppendSingleton(bson_t* out, const char* key, const char* value) {
   bson_destroy(map);
 }
 
-// {$cond: [{$isArray: value}, <if_array>, [value]]}
+// The value as an array: itself when it is one, else [value]; with
+// `keep_whole`, an array's elements and the array itself, [...value, value].
+// Every operand is valid whatever the value's type, because not every
+// server evaluates only the branch of $cond it takes (DocumentDB evaluates
+// both, and $concatArrays of a string fails the whole query there):
+//   {$cond: [{$isArray: value}, value, [value]]}, or with keep_whole
+//   {$concatArrays: [{$cond: [{$isArray: value}, value, []]}, [value]]}
 void AppendAsArray(bson_t* out, const char* key, const char* value, bool keep_whole) {
-  bson_t cond, args, is_array, concat, concat_args;
-  bson_append_document_begin(out, key, -1, &cond);
-  bson_append_array_begin(&cond, "$cond", -1, &args);
-  bson_append_document_begin(&args, "0", -1, &is_array);
-  BSON_APPEND_UTF8(&is_array, "$isArray", value);
-  bson_append_document_end(&args, &is_array);
-  if (keep_whole) {  // the elements and the array itself: [...value, value]
-    bson_append_document_begin(&args, "1", -1, &concat);
-    bson_append_array_begin(&concat, "$concatArrays", -1, &concat_args);
-    BSON_APPEND_UTF8(&concat_args, "0", value);
-    AppendSingleton(&concat_args, "1", value);
-    bson_append_array_end(&concat, &concat_args);
-    bson_append_document_end(&args, &concat);
-  } else {
+  bson_t cond, args, is_array, empty;
+  auto append_cond = [&](bson_t* parent, const char* name, bool singleton_else) {
+    bson_append_document_begin(parent, name, -1, &cond);
+    bson_append_array_begin(&cond, "$cond", -1, &args);
+    bson_append_document_begin(&args, "0", -1, &is_array);
+    BSON_APPEND_UTF8(&is_array, "$isArray", value);
+    bson_append_document_end(&args, &is_array);
     BSON_APPEND_UTF8(&args, "1", value);
+    if (singleton_else) {
+      AppendSingleton(&args, "2", value);
+    } else {
+      bson_append_document_begin(&args, "2", -1, &empty);
+      bson_t none;
+      bson_append_array_begin(&empty, "$literal", -1, &none);
+      bson_append_array_end(&empty, &none);
+      bson_append_document_end(&args, &empty);
+    }
+    bson_append_array_end(&cond, &args);
+    bson_append_document_end(parent, &cond);
+  };
+  if (!keep_whole) {
+    append_cond(out, key, true);
+    return;
   }
-  AppendSingleton(&args, "2", value);
-  bson_append_array_end(&cond, &args);
-  bson_append_document_end(out, &cond);
+  bson_t concat, concat_args;
+  bson_append_document_begin(out, key, -1, &concat);
+  bson_append_array_begin(&concat, "$concatArrays", -1, &concat_args);
+  append_cond(&concat_args, "0", false);
+  AppendSingleton(&concat_args, "1", value);
+  bson_append_array_end(&concat, &concat_args);
+  bson_append_document_end(out, &concat);
 }
 
 // {$match: {$expr: ...}}: the foreign document's `foreign_field` matches

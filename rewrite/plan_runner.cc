@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "rewrite/write_conflict.h"
+
 namespace remold {
 PlanRunner::PlanRunner(Plan plan) : plan_(std::move(plan)), then_(plan_.then) {}
 
@@ -16,7 +18,13 @@ const BackendCommand* PlanRunner::Next() {
 }
 
 void PlanRunner::Accept(Doc reply) {
-  const BackendCommand& command = plan_.commands[next_++];
+  const BackendCommand& command = plan_.commands[next_];
+  if (ResendAfterWriteConflict(command, reply) && conflicts_ < kWriteConflictResends) {
+    ++conflicts_;  // Next gives the same command again
+    return;
+  }
+  ++next_;
+  conflicts_ = 0;
   if (!IsOkReply(reply) && !command.may_fail) {
     refusal_ = std::move(reply);
     stopped_ = true;

@@ -13,6 +13,8 @@
 //    is, unless its command may fail (BackendCommand::may_fail);
 //  - for an ordered write (Plan::stop_on_write_errors) a reply that carries
 //    writeErrors ends the plan;
+//  - a write that conflicted and changed nothing is sent again, up to
+//    kWriteConflictResends times (rewrite/write_conflict.h);
 //  - when the commands run out, plan.then is asked for the next step, with
 //    every reply so far, for as long as a step has a `then`;
 //  - at the end, plan.shape turns the replies into the client's reply.
@@ -52,6 +54,7 @@ class PlanRunner {
   Plan plan_;  // its commands grow by each step plan.then returns
   Continuation then_;
   size_t next_ = 0;
+  int conflicts_ = 0;  // times the current command was sent again
   bool stopped_ = false;
   std::vector<Doc> replies_;
   std::optional<Doc> refusal_;

@@ -2,10 +2,14 @@
 # Installs everything remold's build, tests and benchmarks need on a fresh
 # Debian 12 machine: compiler toolchain and libraries (apt), the Python test
 # driver (a venv in .venv), the test backend (mongo-java-server via Maven),
-# FerretDB for the authentication tests, and the clients of the driver
-# matrix: the Java sync driver (Maven, tests/e2e/java), the Go driver
-# (tests/e2e/go), and Node.js with the MongoDB Node.js driver and mongosh
-# (npm ci in tests/e2e/node).
+# FerretDB for the authentication tests, DocumentDB (the real engine the
+# e2e suite runs against besides the stand-in), and the clients of the driver
+# matrix, each in two sets, both installed: releases that still speak to
+# MongoDB 4.2 (for the stand-in) and the newest (for DocumentDB): the Java
+# sync driver (Maven, tests/e2e/java), the Go driver (tests/e2e/go), Node.js
+# with the MongoDB Node.js driver and mongosh (npm ci in tests/e2e/node and
+# tests/e2e/node-latest), and pymongo (the suite's own in .venv; the newest in
+# tests/e2e/pymongo/.venv-latest).
 # Idempotent: each step checks first and does nothing when already satisfied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +53,9 @@ make -s -C tests/backend
 
 # The Java sync driver (pinned in tests/e2e/java/pom.xml, with the snappy and
 # zstd codecs its compressors need) and the driver-matrix scenario compiled
-# against it.
+# against it, twice: the releases for the stand-in into lib/ and classes/, and
+# the newest (the pom's profile latest: the same driver 5.14.0, which is both,
+# with the newest codecs) into lib-latest/ and classes-latest/.
 make -s -C tests/e2e/java
 
 # Go, for the authentication tests' backend (FerretDB, tests/backend/ferretdb).
@@ -84,9 +90,12 @@ if ! GO_BIN=$(find_go); then
   GO_BIN=/usr/lib/go-1.23/bin/go
 fi
 make -s -C tests/backend/ferretdb GO="$GO_BIN"
-# The Go driver's driver-matrix scenario: go.mongodb.org/mongo-driver/v2
-# v2.8.2 (tests/e2e/go/go.mod), the newest release that still speaks to
-# MongoDB 4.2 (wire 8; 2.9 requires 4.4).
+# The Go driver's driver-matrix scenario, built twice from the same sources:
+# go.mongodb.org/mongo-driver/v2 v2.8.2 (tests/e2e/go/go.mod), the newest
+# release that still speaks to MongoDB 4.2 (wire 8; 2.9 requires 4.4), into
+# bin/scenario, and v2.10.0, the newest (go.latest.mod and go.latest.sum,
+# which ask for go 1.25: an older go fetches that toolchain through the Go
+# module proxy), into bin/scenario-latest.
 make -s -C tests/e2e/go GO="$GO_BIN"
 
 # Node.js, the official MongoDB Node.js driver and mongosh, for
@@ -115,17 +124,46 @@ fi
 # tests do not use (Kerberos, client-side encryption, SSH tunnels, native DNS,
 # the machine id), which mongosh logs as missing and goes without, except
 # @mongodb-js/zstd's, which build-zstd.sh builds from the package's sources.
-if ! "$NODE_BIN" tests/e2e/node/pins-installed.js 2>/dev/null; then
-  echo "install-deps: npm ci in tests/e2e/node (mongodb, mongosh, compressors as pinned)"
-  if NPM_CLI=$(wheel_npm) && [ -n "$NPM_CLI" ]; then
-    NPM=("$NODE_BIN" "$PWD/$NPM_CLI")
-  else
-    NPM=(npm)
+# Twice: tests/e2e/node for the stand-in, and tests/e2e/node-latest with the
+# newest releases for DocumentDB (mongodb 7.9.1 under mongosh 2.12.0, the
+# newest mongosh; same compressors, same node), whose scenario files are
+# symlinks to tests/e2e/node's.
+if NPM_CLI=$(wheel_npm) && [ -n "$NPM_CLI" ]; then
+  NPM=("$NODE_BIN" "$PWD/$NPM_CLI")
+else
+  NPM=(npm)
+fi
+for NODE_DIR in tests/e2e/node tests/e2e/node-latest; do
+  if ! "$NODE_BIN" tests/e2e/node/pins-installed.js "$NODE_DIR" 2>/dev/null; then
+    echo "install-deps: npm ci in $NODE_DIR (mongodb, mongosh, compressors as pinned)"
+    (cd "$NODE_DIR" && "${NPM[@]}" ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
   fi
-  (cd tests/e2e/node && "${NPM[@]}" ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  if ! (cd "$NODE_DIR" && "$NODE_BIN" -e "require('@mongodb-js/zstd')" 2>/dev/null); then
+    echo "install-deps: building the @mongodb-js/zstd addon against libzstd in $NODE_DIR"
+    NODE="$NODE_BIN" tests/e2e/node/build-zstd.sh "$NODE_DIR"
+  fi
+done
+# The newest pymongo, for the driver matrix against DocumentDB: the suite
+# itself stays on pymongo 4.17 (above), and so does the matrix against the
+# stand-in, since newer releases refuse MongoDB 4.2; pymongo 4.20 runs the
+# same scenario (tests/e2e/pymongo/scenario.py) in a venv of its own, with
+# every package pinned in requirements-latest.txt (installed as listed,
+# --no-deps, then checked by pip check). It needs Python >= 3.11, Debian 12's.
+PYMONGO_LATEST=tests/e2e/pymongo/.venv-latest
+PYMONGO_LATEST_REQS=tests/e2e/pymongo/requirements-latest.txt
+pymongo_latest_ok() {  # the venv holds exactly the pinned packages
+  [ -x "$PYMONGO_LATEST/bin/python" ] &&
+    diff -qi <(grep -v -e '^#' -e '^$' "$PYMONGO_LATEST_REQS" | sort -f) \
+             <("$PYMONGO_LATEST/bin/pip" freeze 2>/dev/null | sort -f) >/dev/null
+}
+if ! pymongo_latest_ok; then
+  echo "install-deps: pip install -r $PYMONGO_LATEST_REQS into $PYMONGO_LATEST"
+  [ -x "$PYMONGO_LATEST/bin/python" ] || python3 -m venv "$PYMONGO_LATEST"
+  "$PYMONGO_LATEST/bin/pip" install -q --no-deps -r "$PYMONGO_LATEST_REQS"
+  "$PYMONGO_LATEST/bin/pip" check >/dev/null
 fi
-if ! (cd tests/e2e/node && "$NODE_BIN" -e "require('@mongodb-js/zstd')" 2>/dev/null); then
-  echo "install-deps: building the @mongodb-js/zstd addon against libzstd"
-  NODE="$NODE_BIN" tests/e2e/node/build-zstd.sh
-fi
+# DocumentDB, the real engine the e2e suite also runs against (and the
+# benches can): built from source on the first run (about 8 minutes on 2
+# cores), then cached; a second run does nothing (scripts/install-documentdb.sh).
+bash scripts/install-documentdb.sh install
 echo "install-deps: ok"

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "patterns/attribute/view.h"
 #include "rewrite/filter_clauses.h"
 #include "rewrite/unchanged_guard.h"
 
@@ -35,6 +36,14 @@ bool ArrayAllNull(const bson_iter_t& array) {
     any = true;
   }
   return any;
+}
+
+// A $size operand MongoDB takes: a whole number, not negative.
+std::optional<int64_t> WholeCount(const bson_iter_t& value) {
+  if (!BSON_ITER_HOLDS_NUMBER(&value) || BSON_ITER_HOLDS_DECIMAL128(&value)) return std::nullopt;
+  const double d = bson_iter_as_double(&value);
+  if (d < 0 || d != static_cast<double>(static_cast<int64_t>(d))) return std::nullopt;
+  return static_cast<int64_t>(d);
 }
 
 bool IsOperatorDocument(const bson_iter_t& value) {
@@ -132,6 +141,22 @@ class Rewriter {
     return Nor(Pair(name, path, nullptr, &exists));
   }
 
+  // {field: {$size: n}}: the attribute's value is an array of n elements.
+  // As {array: {$elemMatch: {k: name, v: {$size: n}}}} it would be exact
+  // on MongoDB, but DocumentDB matches no $size inside an $elemMatch of a
+  // field (docs/backends.md): the pair is found by its name, and its size
+  // read by an expression over the pairs.
+  Doc Size(const std::string& name, int64_t count) const {
+    const std::string pair_value = JsonQuote("$$p." + rule_.value_name);
+    const std::string test =
+        R"({"$expr": {"$gt": [{"$size": {"$filter": {"input": )" + PairElements(rule_) +
+        R"(, "as": "p", "cond": {"$and": [{"$eq": [)" + JsonQuote("$$p." + rule_.key_name) + ", {\"$literal\": " +
+        JsonQuote(name) + R"(}]}, {"$isArray": )" + pair_value + R"(}, {"$eq": [{"$size": {"$cond": [{"$isArray": )" +
+        pair_value + "}, " + pair_value + R"(, {"$literal": []}]}}, )" + std::to_string(count) + "]}]}}}}, 0]}}";
+    std::optional<Doc> expression = Doc::FromJson(test);
+    return JoinClauses({Pair(name, rule_.value_name, nullptr, nullptr), *expression});
+  }
+
   // {field: null}: missing, or null.
   Doc NullClause(const std::string& name, const std::string& path) const {
     Doc null_value;
@@ -176,6 +201,8 @@ class Rewriter {
         bson_iter_t inner_it;
         bson_iter_init_find(&inner_it, positive_form.get(), "v");
         clauses.push_back(Nor(JoinClauses(AttributeClauses(name, sub, inner_it))));
+      } else if (name_op == "$size" && sub.empty() && WholeCount(op).has_value()) {
+        clauses.push_back(Size(name, *WholeCount(op)));
       } else if (name_op == "$exists") {
         Doc exists;
         BSON_APPEND_BOOL(exists.mut(), "$exists", true);

@@ -8,9 +8,10 @@
 #include "patterns/attribute/indexes.h"
 #include "patterns/attribute/update.h"
 #include "patterns/attribute/view.h"
-#include "rewrite/distinct_reply.h"
 #include "rewrite/cursor_reply.h"
+#include "rewrite/distinct_reply.h"
 #include "rewrite/find_as_aggregate.h"
+#include "rewrite/one_document_delete.h"
 #include "rewrite/plan.h"
 
 namespace remold {
@@ -264,15 +265,7 @@ class AttributeRewriter {
     Doc by_name;
     AppendString(by_name.mut(), pair + "." + a_.key_name, name);
     pipeline.push_back(Stage("$match", by_name));
-    const std::string value_path = "$" + pair + "." + a_.value_name + sub;
-    Doc unwind, group, add;
-    AppendString(unwind.mut(), "path", value_path);
-    BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
-    pipeline.push_back(Stage("$unwind", unwind));
-    BSON_APPEND_NULL(group.mut(), "_id");
-    AppendString(add.mut(), "$addToSet", value_path);
-    AppendDoc(group.mut(), "values", add);
-    pipeline.push_back(Stage("$group", group));
+    for (Doc& stage : DistinctStages(pair + "." + a_.value_name + sub)) pipeline.push_back(std::move(stage));
     BackendCommand backend;
     bson_t* out = backend.body.mut();
     AppendString(out, "aggregate", a_.logical.collection);
@@ -307,7 +300,7 @@ class AttributeRewriter {
     for (const Doc& statement : ArrayDocuments(*deletes)) {
       Doc q;
       if (auto error = Filter(statement.get(), "q", q)) return Refuse(error_codes::kBadValue, *error);
-      statements.push_back(Replaced(statement, "q", q));
+      statements.push_back(OneDocumentDelete(command_, statement, Replaced(statement, "q", q)));
     }
     return Passed(Rebuilt({}, {{"deletes", statements}}));
   }

@@ -14,25 +14,37 @@ std::string Keys(const std::string& object) {
 
 }  // namespace
 
+// Every operator's input below is valid whatever the stored document
+// holds, not only on the branch of a $cond that uses it: a server may
+// evaluate both branches (DocumentDB does, and failed on $map, $size and
+// $allElementsTrue of a missing or non-array field, docs/backends.md).
+std::string PairElements(const AttributeRule& rule) {
+  const std::string stored = JsonQuote("$" + rule.array_field);
+  return R"({"$map": {"input": {"$cond": [{"$isArray": )" + stored + "}, " + stored +
+         R"(, {"$literal": []}]}, "as": "e", "in": {"$cond": [)" + IsDocument(R"("$$e")") +
+         R"(, "$$e", {"$literal": {}}]}}})";
+}
+
 std::vector<Doc> UnfoldStages(const AttributeRule& rule) {
-  const std::string array = JsonQuote("$" + rule.array_field);
+  const std::string stored = JsonQuote("$" + rule.array_field);
+  // Every test below reads the elements this way (a non-document as {}, no
+  // pair either), so that none meets a value it cannot take.
+  const std::string elements = PairElements(rule);
   const std::string key = JsonQuote("$$p." + rule.key_name);
-  // Element p is exactly {key: <string>, value: <any>}.
-  const std::string pair_ok = R"({"$cond": [)" + IsDocument(R"("$$p")") + R"(, {"$and": [)" +
-                              IsString(key) + R"(, {"$eq": [{"$size": {"$objectToArray": "$$p"}}, 2]}, )" +
-                              R"({"$in": [)" + JsonQuote(rule.value_name) + ", " + Keys(R"("$$p")") +
-                              R"(]}]}, false]})";
-  const std::string names = R"({"$map": {"input": )" + array + R"(, "as": "p", "in": )" + key + "}}";
+  // Element p (a document) is exactly {key: <string>, value: <any>}.
+  const std::string pair_ok = R"({"$and": [)" + IsString(key) +
+                              R"(, {"$eq": [{"$size": {"$objectToArray": "$$p"}}, 2]}, )" + R"({"$in": [)" +
+                              JsonQuote(rule.value_name) + ", " + Keys(R"("$$p")") + "]}]}";
+  const std::string names = R"({"$map": {"input": )" + elements + R"(, "as": "p", "in": )" + key + "}}";
   const std::string unfoldable =
-      R"({"$cond": [{"$isArray": )" + array + R"(}, {"$cond": [{"$allElementsTrue": [{"$map": {"input": )" +
-      array + R"(, "as": "p", "in": )" + pair_ok + R"(}}]}, {"$and": [{"$eq": [{"$size": {"$setUnion": [)" +
-      names + R"(]}}, {"$size": )" + array + R"(}]}, {"$eq": [{"$size": {"$setIntersection": [)" + names +
-      ", " + Keys(R"("$$ROOT")") + R"(]}}, 0]}]}, false]}, false]})";
-  // The pairs again, filtered so that this branch is defined on any
-  // document: a server may evaluate both branches of the $cond below.
-  const std::string valid_pairs = R"({"$filter": {"input": {"$cond": [{"$isArray": )" + array +
-                                  "}, " + array + R"(, {"$literal": []}]}, "as": "p", "cond": )" +
-                                  pair_ok + "}}";
+      R"({"$and": [{"$isArray": )" + stored + R"(}, {"$allElementsTrue": [{"$map": {"input": )" + elements +
+      R"(, "as": "p", "in": )" + pair_ok + R"(}}]}, {"$eq": [{"$size": {"$setUnion": [)" + names +
+      R"(]}}, {"$size": )" + elements + R"(}]}, {"$eq": [{"$size": {"$setIntersection": [)" + names + ", " +
+      Keys(R"("$$ROOT")") + "]}}, 0]}]}";
+  // The pairs again, filtered: the unfolded document is defined on any
+  // stored document, though only used on an unfoldable one.
+  const std::string valid_pairs =
+      R"({"$filter": {"input": )" + elements + R"(, "as": "p", "cond": )" + pair_ok + "}}";
   std::string pairs = valid_pairs;  // {k, v} already, or renamed to it
   if (rule.key_name != "k" || rule.value_name != "v")
     pairs = R"({"$map": {"input": )" + valid_pairs + R"(, "as": "p", "in": {"k": )" + key + R"(, "v": )" +

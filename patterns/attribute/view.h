@@ -13,6 +13,7 @@
 // the test backend) are used.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "common/doc.h"
@@ -21,5 +22,11 @@
 namespace remold {
 
 std::vector<Doc> UnfoldStages(const AttributeRule& rule);
+
+// The pair array's elements as an expression (Extended JSON text), each one
+// that is not a document as {}, or [] when the field is missing or holds
+// no array: what an expression over the pairs reads, so that it meets no
+// value it cannot take.
+std::string PairElements(const AttributeRule& rule);
 
 }  // namespace remold

@@ -341,8 +341,10 @@ std::optional<GroupPushdown> PushDownGroup(const BucketRule& rule, const std::ve
         const std::string count = HelperName(accumulators, i);
         AppendDoc(bucket_group.mut(), acc.name, Operator("$sum", a));
         AppendDoc(bucket_group.mut(), count, Operator("$sum", "$" + (kNumbers + std::to_string(i))));
-        // {$cond: [{$eq: ["$count", 0]}, null, {$divide: ["$name", "$count"]}]}
-        Doc none, divide, cond;
+        // {$cond: [{$eq: ["$count", 0]}, null, {$divide: ["$name", <"$count", or 1 when 0>]}]}:
+        // the division is valid on both branches, since a server may
+        // evaluate both (DocumentDB does, and failed on $divide by zero).
+        Doc none, divide, cond, denominator;
         {
           bson_t args;
           bson_append_array_begin(none.mut(), "$eq", -1, &args);
@@ -352,9 +354,17 @@ std::optional<GroupPushdown> PushDownGroup(const BucketRule& rule, const std::ve
         }
         {
           bson_t args;
+          bson_append_array_begin(denominator.mut(), "$cond", -1, &args);
+          BSON_APPEND_DOCUMENT(&args, "0", none.get());
+          BSON_APPEND_INT32(&args, "1", 1);
+          BSON_APPEND_UTF8(&args, "2", ("$" + count).c_str());
+          bson_append_array_end(denominator.mut(), &args);
+        }
+        {
+          bson_t args;
           bson_append_array_begin(divide.mut(), "$divide", -1, &args);
           BSON_APPEND_UTF8(&args, "0", ("$" + acc.name).c_str());
-          BSON_APPEND_UTF8(&args, "1", ("$" + count).c_str());
+          BSON_APPEND_DOCUMENT(&args, "1", denominator.get());
           bson_append_array_end(divide.mut(), &args);
         }
         bson_t args;

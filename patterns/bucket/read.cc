@@ -13,6 +13,7 @@
 #include "patterns/bucket/rewrite.h"
 #include "patterns/bucket/pushdown.h"
 #include "rewrite/cursor_reply.h"
+#include "rewrite/distinct_reply.h"
 
 namespace remold {
 namespace {
@@ -279,16 +280,7 @@ Plan RewriteBucketDistinct(const Command& command, const BucketRule& rule) {
   std::optional<Doc> query = FindDocument(body, "query");
   std::vector<Doc> pipeline = UnpackStages(rule, query ? query->get() : nullptr);
   AppendFilterStage(pipeline, query);
-  // distinct looks into arrays: unwind the key, keeping scalars as they are.
-  Doc unwind;
-  AppendString(unwind.mut(), "path", "$" + *key);
-  BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
-  pipeline.push_back(Stage("$unwind", unwind));
-  Doc group, add;
-  BSON_APPEND_NULL(group.mut(), "_id");
-  AppendString(add.mut(), "$addToSet", "$" + *key);
-  AppendDoc(group.mut(), "values", add);
-  pipeline.push_back(Stage("$group", group));
+  for (Doc& stage : DistinctStages(*key)) pipeline.push_back(std::move(stage));
 
   Plan plan;
   plan.commands.push_back(AggregateCommand(command, rule, pipeline, Doc()));

@@ -174,7 +174,7 @@ void ScheduleComputedRepair(CommandQueue& queue, const ComputedRule& rule, const
     }
     if (statements.empty()) return;
     BackendCommand update = UpdateCommand(client, ArgumentTarget::kPreparatoryWrite, rule.logical,
-                                          false, std::move(statements));
+                                          false, InLockOrder(std::move(statements)));  // one document each
     update.may_fail = true;
     queue.Push(std::move(update), [warnings, &rule, &client, abort](const Doc& reply) {
       if (IsOkReply(reply) && !Find(reply.get(), "writeErrors")) return;

@@ -271,8 +271,10 @@ Doc AggregateMaintenance::MainUpdate(const Target& target) const {
 }
 
 BackendCommand AggregateMaintenance::UpdateCommand(const std::vector<Doc>& statements) const {
+  // Unordered, each statement one target (by its link, _id or not): in
+  // lock order, so that concurrent writers' maintenance never deadlocks.
   BackendCommand command = ::remold::UpdateCommand(client_, ArgumentTarget::kPreparatoryWrite,
-                                                   aggregate_.target, false, statements);
+                                                   aggregate_.target, false, InLockOrder(statements));
   command.may_fail = true;
   return command;
 }

@@ -168,20 +168,26 @@ void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
       return ReportFollowUpFailure(context_, reply, "reading " + rule_.logical.full() + " to sync its copies");
     std::vector<Doc> ids = StoredDocuments(reply);
     if (ids.empty()) return Verify(queue, ref, round, copy);
-    // {_id: {$in: ids}, <filter>} -> {$set: {<into>: copy}}
-    Doc q, in, set, u;
-    {
-      bson_t array;
-      bson_append_array_begin(in.mut(), "$in", -1, &array);
-      for (size_t i = 0; i < ids.size(); ++i) AppendValue(&array, std::to_string(i), *Find(ids[i].get(), "_id"));
-      bson_append_array_end(in.mut(), &array);
-    }
-    AppendDoc(q.mut(), "_id", in);
-    bson_concat(q.mut(), filter.get());
+    // One statement per document, {_id: id, <filter>} -> {$set: {<into>: copy}},
+    // in _id order: every write of remold's that locks several documents
+    // locks them in one order (InLockOrder), so that concurrent syncs of
+    // one document never deadlock each other or a client's write queued
+    // between them, as one multi-document update could on an engine that
+    // holds its row locks to the end of the statement (DocumentDB:
+    // docs/backends.md).
+    Doc u, set;
     AppendValue(set.mut(), rule_.into, Unboxed(copy));
     AppendDoc(u.mut(), "$set", set);
-    BackendCommand update =
-        UpdateCommand(context_.client, ArgumentTarget::kPreparatoryWrite, rule_.logical, false, {Statement(q, u, true)});
+    std::vector<Doc> statements;
+    statements.reserve(ids.size());
+    for (const Doc& id : ids) {
+      Doc q;
+      AppendValue(q.mut(), "_id", *Find(id.get(), "_id"));
+      bson_concat(q.mut(), filter.get());
+      statements.push_back(Statement(q, u, false));
+    }
+    BackendCommand update = UpdateCommand(context_.client, ArgumentTarget::kPreparatoryWrite, rule_.logical, false,
+                                          InLockOrder(std::move(statements)));
     update.may_fail = true;
     const bool more = ids.size() == static_cast<size_t>(kFanOutBatch);
     queue.Push(std::move(update), [this, &queue, ref, round, copy, more](const Doc& reply) {

@@ -183,8 +183,25 @@ BackendCommand SourceFindAndModify(const Namespace& source) {
   return command;
 }
 
+namespace {
+
+// See Seal (source_write.h).
+bool NeedsRemoveOrder(const bson_t* body) {
+  if (!FindBool(body, "remove").value_or(false) || Find(body, "sort")) return false;
+  if (Find(body, "let") || Find(body, "collation")) return true;
+  std::optional<Doc> query = FindDocument(body, "query");
+  return query && Find(query->get(), "_id");
+}
+
+}  // namespace
+
 void Seal(BackendCommand& command, const Namespace& source, const Command& client, ArgumentTarget target) {
   if (auto let = Find(client.body.get(), "let")) AppendValue(command.body.mut(), "let", *let);
+  if (NeedsRemoveOrder(command.body.get())) {
+    Doc by_id;
+    BSON_APPEND_INT32(by_id.mut(), "_id", 1);
+    AppendDoc(command.body.mut(), "sort", by_id);
+  }
   SealCommand(client, target, source.db, command.body.mut());
   command.may_fail = true;
 }

@@ -25,6 +25,11 @@ struct UpdateStatement {
   bool multi = false;
   bool upsert = false;
   Doc options;  // arrayFilters, collation, hint: appended as they are
+  // The write's counts before an update-many's first document: a statement
+  // that fails counts nothing, as mongod's reply does (the documents it
+  // changed before the failure stay changed, and their follow-ups run).
+  int64_t n_before = 0;
+  int64_t n_modified_before = 0;
 };
 
 bool NeedsWork(const SourceRule& rule, const std::vector<std::string>& watched,
@@ -136,6 +141,10 @@ void QueueModify(SourceWrite* w, std::shared_ptr<UpdateStatement> s, const Doc& 
   Seal(modify, w->source(), w->client(), target);
   w->queue().Push(std::move(modify), [w, s, next, upsert, query](const Doc& reply) {
     if (!IsOkReply(reply)) {
+      if (s->multi) {
+        w->n = s->n_before;
+        w->n_modified = s->n_modified_before;
+      }
       w->StatementFailed(s->index, reply);
       return;
     }
@@ -185,6 +194,8 @@ void QueueUpdateMany(SourceWrite* w, std::shared_ptr<UpdateStatement> s) {
       w->StatementFailed(s->index, reply);
       return;
     }
+    s->n_before = w->n;
+    s->n_modified_before = w->n_modified;
     std::vector<Doc> ids = StoredDocuments(reply);
     if (ids.size() > static_cast<size_t>(kMaxUpdateMany)) {
       w->FailStatement(s->index, Refusal{error_codes::kInvalidOptions,

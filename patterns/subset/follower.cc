@@ -132,7 +132,8 @@ void SubsetFollower::SchedulePushes(CommandQueue& queue) {
   if (statements.empty()) return;
   const int64_t sent = static_cast<int64_t>(statements.size());
   BackendCommand update =
-      UpdateCommand(context_.client, ArgumentTarget::kPreparatoryWrite, rule_.parent, false, std::move(statements));
+      UpdateCommand(context_.client, ArgumentTarget::kPreparatoryWrite, rule_.parent, false,
+                    InLockOrder(std::move(statements)));  // one parent each
   update.may_fail = true;
   queue.Push(std::move(update), [this, &queue, pushed, sent](const Doc& reply) {
     ReportFollowUpFailure(context_, reply, "pushing to the subset " + rule_.parent.full() + "." + rule_.array);

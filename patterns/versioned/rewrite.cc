@@ -11,6 +11,7 @@
 #include "rewrite/distinct_reply.h"
 #include "rewrite/filter_clauses.h"
 #include "rewrite/find_as_aggregate.h"
+#include "rewrite/one_document_delete.h"
 #include "rewrite/unchanged_guard.h"
 
 namespace remold {
@@ -569,7 +570,7 @@ class VersionedRewriter {
           return Refuse(error_codes::kInvalidOptions,
                         "a pipeline update with upsert is not supported (the inserted document would not get '" +
                             v_.field + "')");
-        statements.push_back(Restated(statement, "q", NotOlder(filter)));
+        statements.push_back(OneDocumentDelete(command_, statement, Restated(statement, "q", NotOlder(filter))));
         continue;
       }
       auto stored = StoredUpdate(*FindDocument(statement.get(), "u"), filter, upsert);
@@ -594,7 +595,7 @@ class VersionedRewriter {
     for (const Doc& statement : client_statements) {
       const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
       filters.push_back(filter);
-      statements.push_back(Restated(statement, "q", NotOlder(filter)));
+      statements.push_back(OneDocumentDelete(command_, statement, Restated(statement, "q", NotOlder(filter))));
       if (!collation) collation = Find(statement.get(), "collation");
     }
     BackendCommand backend;

@@ -63,17 +63,28 @@ Text Convert(const Text& n, const char* type) {
   return R"({"$convert": {"input": )" + n + R"(, "to": ")" + type + "\"}}";
 }
 
-Text ConvertedValue(const Text& x, UpgradeStep::Type type) {
+// Whether `x` can be converted to `type` (otherwise the step leaves it as it is).
+Text Convertible(const Text& x, UpgradeStep::Type type) {
   const Text n = Cond(IsNumber(x), x, "0");
   switch (type) {
-    case UpgradeStep::Type::kDouble: return Cond(IsNumber(x), Convert(n, "double"), x);
-    case UpgradeStep::Type::kLong: return Cond(IsIntegral(x, n), Convert(n, "long"), x);
-    case UpgradeStep::Type::kString: return Cond(IsIntegral(x, n), Convert(Convert(n, "long"), "string"), x);
-    case UpgradeStep::Type::kInt: {
-      const Text in_range = R"({"$and": [)" + IsIntegral(x, n) + R"(, {"$gte": [)" + n +
-                            R"(, -2147483648]}, {"$lte": [)" + n + ", 2147483647]}]}";
-      return Cond(in_range, Convert(n, "int"), x);
-    }
+    case UpgradeStep::Type::kDouble: return IsNumber(x);
+    case UpgradeStep::Type::kLong:
+    case UpgradeStep::Type::kString: return IsIntegral(x, n);
+    case UpgradeStep::Type::kInt:
+      return R"({"$and": [)" + IsIntegral(x, n) + R"(, {"$gte": [)" + n + R"(, -2147483648]}, {"$lte": [)" + n +
+             ", 2147483647]}]}";
+  }
+  return "false";
+}
+
+// `x` converted to `type`, where Convertible(x, type).
+Text Converted(const Text& x, UpgradeStep::Type type) {
+  const Text n = Cond(IsNumber(x), x, "0");
+  switch (type) {
+    case UpgradeStep::Type::kDouble: return Convert(n, "double");
+    case UpgradeStep::Type::kLong: return Convert(n, "long");
+    case UpgradeStep::Type::kString: return Convert(Convert(n, "long"), "string");
+    case UpgradeStep::Type::kInt: return Convert(n, "int");
   }
   return x;
 }
@@ -158,10 +169,17 @@ class UpgradeText {
       return Cond(R"({"$eq": [)" + Q(e + ".k") + ", " + Q(f) + "]}", replacement(e), Q(e));
     });
   }
-  // `d` with field `f` set to `value`: in its place, or added last.
+  // `d` with field `f` set to `value`: in its place, or added last. The
+  // entry's value is null where `value` is missing: a server may build a
+  // $cond's branch it does not take (DocumentDB does), where `d` is null or
+  // lacks what `value` reads, and $arrayToObject refuses an entry without
+  // its v (40392). Where the branch is taken, `value` is never missing,
+  // nor undefined (which $ifNull would also make null): a computed string
+  // or null, a converted number, a literal.
   Text Set(const Text& d, const std::string& f, const Text& value) {
-    Text replaced = Replace(Entries(d), f, [&](const std::string&) { return Entry(f, value); });
-    return Object(Concat(replaced, Cond(Has(d, f), "[]", "[" + Entry(f, value) + "]")));
+    const Text present = R"({"$ifNull": [)" + value + ", null]}";
+    Text replaced = Replace(Entries(d), f, [&](const std::string&) { return Entry(f, present); });
+    return Object(Concat(replaced, Cond(Has(d, f), "[]", "[" + Entry(f, present) + "]")));
   }
 
   // One step on the document in the variable `var` ("$$ROOT", "$$s1"): the
@@ -180,7 +198,8 @@ class UpgradeText {
       case Kind::kCompute:
         return Cond(StringInputs(step.expression, var), Set(d, step.field, AggregationOf(step.expression, var)), "null");
       case Kind::kConvert:
-        return Cond(Has(d, step.field), Set(d, step.field, ConvertedValue(Path(var, step.field), step.type)), d);
+        return Cond(Convertible(Path(var, step.field), step.type),
+                    Set(d, step.field, Converted(Path(var, step.field), step.type)), d);
       case Kind::kMoveInto: {
         const Text sub = Path(var, step.field);
         const Text moved = FilterKeys(Entries(d), NameList(step.fields), true);

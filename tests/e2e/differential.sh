@@ -3,8 +3,8 @@
 #   tests/e2e/differential.sh --rule attribute --seed 7 --ops 100000
 # Options: --rule bucket|attribute|computed (repeatable; default all three),
 # --seed N, --ops N (per rule), --length N (per sequence), --minimize-budget N.
-# Uses build/remold (or $REMOLD_BINARY) and the bundled backend (or
-# $REMOLD_TEST_BACKEND_URI). Exit status 1 if an unexplained difference was found.
+# Uses build/remold (or $REMOLD_BINARY) and the bundled backend, or
+# DocumentDB with REMOLD_TEST_BACKEND=documentdb (or $REMOLD_TEST_BACKEND_URI). Exit status 1 if an unexplained difference was found.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)

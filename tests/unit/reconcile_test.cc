@@ -320,20 +320,5 @@ computed:
   EXPECT_FALSE(drifts[0].error.empty());
 }
 
-// ---- the backend URI
-
-TEST(ReconcileUriTest, MongocUriKeepsHostsTimeoutAndTopologyOptions) {
-  std::string error;
-  const std::string uri = "mongodb://a:1,[::1]:2/?connectTimeoutMS=5000&replicaSet=rs0&appName=x";
-  std::optional<BackendOptions> backend = ParseBackendUri(uri, error);
-  ASSERT_TRUE(backend) << error;
-  EXPECT_EQ(MongocUri(uri, *backend, "remold-reconcile"),
-            "mongodb://a:1,[::1]:2/?appname=remold-reconcile&connectTimeoutMS=5000&replicaSet=rs0");
-  backend = ParseBackendUri("mongodb://h?directConnection=true", error);
-  ASSERT_TRUE(backend) << error;
-  EXPECT_EQ(MongocUri("mongodb://h?directConnection=true", *backend, "remold-reconcile"),
-            "mongodb://h:27017/?appname=remold-reconcile&connectTimeoutMS=10000&directConnection=true");
-}
-
 }  // namespace
 }  // namespace remold

@@ -2,12 +2,9 @@
 
 #include <mongoc/mongoc.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <memory>
-#include <vector>
 
-#include "common/doc.h"
+#include "proxy/own_connection_uri.h"
 
 namespace remold {
 namespace {
@@ -21,148 +18,170 @@ struct MongocLibrary {
   ~MongocLibrary() { mongoc_cleanup(); }
 
   static void LogWarnings(mongoc_log_level_t level, const char* domain, const char* message, void*) {
-    if (level <= MONGOC_LOG_LEVEL_WARNING) std::fprintf(stderr, "remold reconcile: %s: %s\n", domain, message);
+    if (level <= MONGOC_LOG_LEVEL_WARNING) std::fprintf(stderr, "remold: %s: %s\n", domain, message);
   }
 };
 
 void EnsureMongoc() { static MongocLibrary library; }
 
-struct CollectionDeleter {
-  void operator()(mongoc_collection_t* c) const { mongoc_collection_destroy(c); }
-};
-struct CursorDeleter {
-  void operator()(mongoc_cursor_t* c) const { mongoc_cursor_destroy(c); }
-};
-using Collection = std::unique_ptr<mongoc_collection_t, CollectionDeleter>;
-using Cursor = std::unique_ptr<mongoc_cursor_t, CursorDeleter>;
+bool IsOk(const Doc& reply) { return FindBool(reply.get(), "ok").value_or(false); }
 
-// A reply filled in by libmongoc, destroyed on every path.
-class Reply {
- public:
-  Reply() { bson_init(&reply_); }
-  ~Reply() { bson_destroy(&reply_); }
-  Reply(const Reply&) = delete;
-  Reply& operator=(const Reply&) = delete;
-  bson_t* get() { return &reply_; }
-
- private:
-  bson_t reply_;
-};
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-// The key=value pairs after '?' whose key (case-insensitively) is wanted.
-std::vector<std::string> PassThroughOptions(std::string_view uri) {
-  std::vector<std::string> kept;
-  size_t question = uri.find('?');
-  if (question == std::string_view::npos) return kept;
-  std::string_view query = uri.substr(question + 1);
-  while (!query.empty()) {
-    size_t amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    std::string key = Lower(pair.substr(0, pair.find('=')));
-    if (key == "replicaset" || key == "directconnection") kept.emplace_back(pair);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-  }
-  return kept;
-}
-
-
-Collection OpenCollection(mongoc_client_t* client, const Namespace& ns) {
-  return Collection(mongoc_client_get_collection(client, ns.db.c_str(), ns.collection.c_str()));
-}
-
-void Drain(mongoc_cursor_t* cursor, const Namespace& ns, const BackendClient::DocumentFn& each) {
-  const bson_t* document = nullptr;
-  while (mongoc_cursor_next(cursor, &document)) each(DocumentView{document});
-  bson_error_t error;
-  if (mongoc_cursor_error(cursor, &error)) throw BackendError(ns.full() + ": " + error.message);
+std::vector<Doc> Batch(const Doc& cursor, const char* name) {
+  std::optional<bson_iter_t> batch = Find(cursor.get(), name);
+  if (!batch || !BSON_ITER_HOLDS_ARRAY(&*batch)) return {};
+  return ArrayDocuments(*batch);
 }
 
 }  // namespace
 
-std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend,
-                      std::string_view app_name) {
-  std::string uri = "mongodb://";
-  for (size_t i = 0; i < backend.hosts.size(); ++i) uri += (i ? "," : "") + HostPortText(backend.hosts[i]);
-  uri += "/?appname=" + std::string(app_name);
-  uri += "&connectTimeoutMS=" + std::to_string(backend.connect_timeout.count());
-  for (const std::string& option : PassThroughOptions(backend_uri)) uri += "&" + option;
-  return uri;
-}
-
-BackendClient::BackendClient(const std::string& mongoc_uri) {
+BackendClient::BackendClient(const BackendOptions& backend, const BackendIdentity& identity,
+                             std::string_view app_name)
+    : backend_(backend), identity_(identity), app_name_(app_name) {
   EnsureMongoc();
+  std::string problem;
+  MongocUriPtr uri = OwnConnectionUri(backend, BackendIdentity{}, app_name, problem);
+  if (!uri) throw BackendError("backend: " + problem);
   bson_error_t error;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(mongoc_uri.c_str(), &error);
-  if (!uri) throw BackendError(std::string("backend URI: ") + error.message);
-  client_ = mongoc_client_new_from_uri_with_error(uri, &error);
-  mongoc_uri_destroy(uri);
-  if (!client_) throw BackendError(std::string("backend URI: ") + error.message);
-  mongoc_client_set_error_api(client_, MONGOC_ERROR_API_VERSION_2);
+  selector_ = mongoc_client_new_from_uri_with_error(uri.get(), &error);
+  if (!selector_) throw BackendError(std::string("backend URI: ") + error.message);
+  mongoc_client_set_error_api(selector_, MONGOC_ERROR_API_VERSION_2);
 }
 
-BackendClient::~BackendClient() { mongoc_client_destroy(client_); }
+BackendClient::~BackendClient() { mongoc_client_destroy(selector_); }
+
+WireConnection& BackendClient::Connection() {
+  if (connection_) return *connection_;
+  bson_error_t error;
+  mongoc_server_description_t* server = mongoc_client_select_server(selector_, true, nullptr, &error);
+  if (!server) throw BackendError(std::string("no primary to work on: ") + error.message);
+  const mongoc_host_list_t* host = mongoc_server_description_host(server);
+  const HostAndPort address{host->host, host->port};
+  mongoc_server_description_destroy(server);
+  connection_ = std::make_unique<WireConnection>(address, backend_, identity_, app_name_);
+  return *connection_;
+}
+
+Doc BackendClient::Command(const std::string& db, const Doc& command, const std::string& what) {
+  Doc reply;
+  try {
+    reply = Connection().Run(db, command);
+  } catch (const BackendError&) {
+    connection_.reset();  // the next command opens another
+    throw;
+  }
+  if (!IsOk(reply))
+    throw BackendError(what + ": " + FindString(reply.get(), "errmsg").value_or("command failed"),
+                       static_cast<int32_t>(FindInteger(reply.get(), "code").value_or(0)));
+  if (std::optional<Doc> concern = FindDocument(reply.get(), "writeConcernError"))
+    throw BackendError(what + ": write concern: " + FindString(concern->get(), "errmsg").value_or("failed"),
+                       static_cast<int32_t>(FindInteger(concern->get(), "code").value_or(0)));
+  return reply;
+}
+
+void BackendClient::Drain(const Namespace& ns, const Doc& reply, const DocumentFn& each) {
+  std::optional<Doc> cursor = FindDocument(reply.get(), "cursor");
+  if (!cursor) throw BackendError(ns.full() + ": a reply without a cursor");
+  int64_t id = FindInteger(cursor->get(), "id").value_or(0);
+  std::vector<Doc> batch = Batch(*cursor, "firstBatch");
+  try {
+    while (true) {
+      for (const Doc& document : batch) each(DocumentView{document.get()});
+      if (id == 0) return;
+      Doc more;
+      BSON_APPEND_INT64(more.mut(), "getMore", id);
+      AppendString(more.mut(), "collection", ns.collection);
+      Doc next = Command(ns.db, more, ns.full());
+      cursor = FindDocument(next.get(), "cursor");
+      if (!cursor) throw BackendError(ns.full() + ": a getMore reply without a cursor");
+      id = FindInteger(cursor->get(), "id").value_or(0);
+      batch = Batch(*cursor, "nextBatch");
+    }
+  } catch (...) {
+    if (id != 0 && connection_) {  // `each` stopped early: the server need not keep the cursor
+      Doc kill;
+      AppendString(kill.mut(), "killCursors", ns.collection);
+      bson_t ids;
+      bson_append_array_begin(kill.mut(), "cursors", -1, &ids);
+      BSON_APPEND_INT64(&ids, "0", id);
+      bson_append_array_end(kill.mut(), &ids);
+      try {
+        connection_->Run(ns.db, kill);
+      } catch (const BackendError&) {
+        connection_.reset();
+      }
+    }
+    throw;
+  }
+}
 
 void BackendClient::Ping() {
   Doc command;
-  bson_append_int32(command.mut(), "ping", -1, 1);
-  Reply reply;
-  bson_error_t error;
-  if (!mongoc_client_command_simple(client_, "admin", command.get(), nullptr, reply.get(), &error))
-    throw BackendError(error.message);
+  BSON_APPEND_INT32(command.mut(), "ping", 1);
+  Command("admin", command, "ping");
 }
 
 std::optional<int64_t> BackendClient::EstimatedCount(const Namespace& ns) {
-  Collection collection = OpenCollection(client_, ns);
-  bson_error_t error;
-  int64_t count = mongoc_collection_estimated_document_count(collection.get(), nullptr, nullptr, nullptr, &error);
-  if (count < 0) return std::nullopt;
-  return count;
+  Doc command;
+  AppendString(command.mut(), "count", ns.collection);
+  try {
+    return FindInteger(Command(ns.db, command, ns.full()).get(), "n");
+  } catch (const BackendError&) {
+    return std::nullopt;
+  }
 }
 
 int64_t BackendClient::CountDocuments(const Namespace& ns, const bson_t* filter, int64_t limit) {
-  Collection collection = OpenCollection(client_, ns);
-  Doc options;
-  BSON_APPEND_INT64(options.mut(), "limit", limit);
-  bson_error_t error;
-  const int64_t count =
-      mongoc_collection_count_documents(collection.get(), filter, options.get(), nullptr, nullptr, &error);
-  if (count < 0) throw BackendError(ns.full() + ": " + error.message);
+  Doc match, limit_stage, group, count_spec, sum;
+  BSON_APPEND_DOCUMENT(match.mut(), "$match", filter);
+  BSON_APPEND_INT64(limit_stage.mut(), "$limit", limit);
+  BSON_APPEND_INT32(sum.mut(), "$sum", 1);
+  BSON_APPEND_INT32(count_spec.mut(), "_id", 1);
+  AppendDoc(count_spec.mut(), "n", sum);
+  AppendDoc(group.mut(), "$group", count_spec);
+  Doc command, cursor;
+  AppendString(command.mut(), "aggregate", ns.collection);
+  AppendArray(command.mut(), "pipeline", {match, limit_stage, group});
+  AppendDoc(command.mut(), "cursor", cursor);
+  int64_t count = 0;
+  Drain(ns, Command(ns.db, command, ns.full()),
+        [&](DocumentView result) { count = FindInteger(result.bson, "n").value_or(0); });
   return count;
 }
 
 void BackendClient::Find(const Namespace& ns, const bson_t* filter, const bson_t* options,
                          const DocumentFn& each) {
-  Collection collection = OpenCollection(client_, ns);
-  Cursor cursor(mongoc_collection_find_with_opts(collection.get(), filter, options, nullptr));
-  Drain(cursor.get(), ns, each);
+  Doc command;
+  AppendString(command.mut(), "find", ns.collection);
+  BSON_APPEND_DOCUMENT(command.mut(), "filter", filter);
+  if (options) bson_concat(command.mut(), options);
+  Drain(ns, Command(ns.db, command, ns.full()), each);
 }
 
 void BackendClient::Aggregate(const Namespace& ns, const bson_t* pipeline, const DocumentFn& each) {
-  Collection collection = OpenCollection(client_, ns);
-  Doc options;
-  bson_append_bool(options.mut(), "allowDiskUse", -1, true);
-  Cursor cursor(mongoc_collection_aggregate(collection.get(), MONGOC_QUERY_NONE, pipeline, options.get(), nullptr));
-  Drain(cursor.get(), ns, each);
+  Doc command, cursor;
+  AppendString(command.mut(), "aggregate", ns.collection);
+  // {pipeline: [...]}, as libmongoc takes it, or the array itself.
+  if (std::optional<bson_iter_t> stages = ::remold::Find(pipeline, "pipeline"); stages && BSON_ITER_HOLDS_ARRAY(&*stages))
+    AppendValue(command.mut(), "pipeline", *stages);
+  else
+    BSON_APPEND_ARRAY(command.mut(), "pipeline", pipeline);
+  BSON_APPEND_BOOL(command.mut(), "allowDiskUse", true);
+  AppendDoc(command.mut(), "cursor", cursor);
+  Drain(ns, Command(ns.db, command, ns.full()), each);
 }
 
 UpdateResult BackendClient::UpdateOne(const Namespace& ns, const bson_t* filter, const bson_t* update,
                                       bool upsert) {
-  Collection collection = OpenCollection(client_, ns);
-  Doc options;
-  if (upsert) bson_append_bool(options.mut(), "upsert", -1, true);
-  Reply reply;
-  bson_error_t error;
-  if (!mongoc_collection_update_one(collection.get(), filter, update, options.get(), reply.get(), &error))
-    throw BackendError(error.message);
+  Doc statement;
+  BSON_APPEND_DOCUMENT(statement.mut(), "q", filter);
+  BSON_APPEND_DOCUMENT(statement.mut(), "u", update);
+  if (upsert) BSON_APPEND_BOOL(statement.mut(), "upsert", true);
+  BatchWriteResult written = WriteBatch(ns, "update", {statement});
+  if (!written.errors.empty()) throw BackendError(ns.full() + ": " + written.errors.front().message,
+                                                  written.errors.front().code);
   UpdateResult result;
-  result.matched = FindInteger(reply.get(), "matchedCount").value_or(0);
-  result.upserted = FindInteger(reply.get(), "upsertedCount").value_or(0);
+  result.upserted = written.upserted;
+  result.matched = written.n - written.upserted;
   return result;
 }
 
@@ -181,22 +200,18 @@ void BackendClient::CreateIndex(const Namespace& ns, const bson_t* key, const st
   BSON_APPEND_DOCUMENT(index.mut(), "key", key);
   AppendString(index.mut(), "name", name);
   AppendArray(command.mut(), "indexes", {index});
-  Reply reply;
-  bson_error_t error;
-  if (!mongoc_client_write_command_with_opts(client_, ns.db.c_str(), command.get(), nullptr, reply.get(), &error))
-    throw BackendError(ns.full() + ": creating index " + name + ": " + error.message);
+  Command(ns.db, command, ns.full() + ": creating index " + name);
 }
 
 void BackendClient::DropIndex(const Namespace& ns, const std::string& name) {
   Doc command;
   AppendString(command.mut(), "dropIndexes", ns.collection);
   AppendString(command.mut(), "index", name);
-  Reply reply;
-  bson_error_t error;
-  // IndexNotFound (27) and NamespaceNotFound (26): nothing to drop.
-  if (!mongoc_client_write_command_with_opts(client_, ns.db.c_str(), command.get(), nullptr, reply.get(), &error) &&
-      error.code != 27 && error.code != 26)
-    throw BackendError(ns.full() + ": dropping index " + name + ": " + error.message);
+  try {
+    Command(ns.db, command, ns.full() + ": dropping index " + name);
+  } catch (const BackendError& e) {
+    if (e.code() != 27 && e.code() != 26) throw;  // IndexNotFound, NamespaceNotFound: nothing to drop
+  }
 }
 
 BatchWriteResult BackendClient::WriteBatch(const Namespace& ns, std::string_view kind, const std::vector<Doc>& items) {
@@ -205,12 +220,11 @@ BatchWriteResult BackendClient::WriteBatch(const Namespace& ns, std::string_view
   AppendString(command.mut(), kind, ns.collection);
   AppendArray(command.mut(), items_key, items);
   BSON_APPEND_BOOL(command.mut(), "ordered", false);
-  Reply reply;
-  bson_error_t error;
-  if (!mongoc_client_write_command_with_opts(client_, ns.db.c_str(), command.get(), nullptr, reply.get(), &error))
-    throw BackendError(ns.full() + ": " + error.message);
+  const Doc reply = Command(ns.db, command, ns.full());
   BatchWriteResult result;
   result.n = FindInteger(reply.get(), "n").value_or(0);
+  if (auto upserted = ::remold::Find(reply.get(), "upserted"); upserted && BSON_ITER_HOLDS_ARRAY(&*upserted))
+    result.upserted = static_cast<int64_t>(ArrayDocuments(*upserted).size());
   if (auto errors = ::remold::Find(reply.get(), "writeErrors"); errors && BSON_ITER_HOLDS_ARRAY(&*errors)) {
     for (const Doc& e : ArrayDocuments(*errors))
       result.errors.push_back({FindInteger(e.get(), "index").value_or(-1),

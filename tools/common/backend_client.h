@@ -1,14 +1,20 @@
-// A synchronous connection to the backend for the offline tools (tools/),
-// over libmongoc: the only file of tools/ that speaks to a server.
+// A synchronous client of the backend for remold's own work: the offline
+// tools (tools/), `remold check --backend` and the start-up count of
+// documents not in a rule's form. It runs as remold's own identity
+// (proxy/backend_identity.h), on the primary: libmongoc finds it
+// (monitoring needs no identity), and one WireConnection
+// (tools/common/wire_connection.h) to it carries every command, opened
+// again after a failure of the link.
 //
-// Every failure throws BackendError with the server's or driver's message.
-// Single-threaded: one BackendClient per thread.
+// Every failure throws BackendError with the server's or the link's
+// message. Single-threaded: one BackendClient per thread.
 #pragma once
 
 #include <bson/bson.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -16,24 +22,15 @@
 #include <vector>
 
 #include "common/doc.h"
+#include "proxy/backend_identity.h"
 #include "proxy/backend_uri.h"
 #include "rules/rule.h"
+#include "tools/common/backend_error.h"
+#include "tools/common/wire_connection.h"
 
 struct _mongoc_client_t;
 
 namespace remold {
-
-class BackendError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// The libmongoc URI for remold's backend URI: its hosts and connect timeout,
-// and its replicaSet / directConnection options (remold itself ignores
-// them; the driver uses them to find the primary). `app_name` (the tool's
-// program name) is what the server logs for each connection.
-std::string MongocUri(std::string_view backend_uri, const BackendOptions& backend,
-                      std::string_view app_name);
 
 // One document of a result, valid during the callback (a wrapper: libbson's
 // bson_t carries an alignment attribute that std::function's signature
@@ -60,7 +57,8 @@ struct WriteFailure {
   std::string message;
 };
 struct BatchWriteResult {
-  int64_t n = 0;
+  int64_t n = 0;         // matched and upserted, for an update
+  int64_t upserted = 0;
   std::vector<WriteFailure> errors;
 };
 
@@ -74,7 +72,9 @@ class BackendClient {
  public:
   using DocumentFn = std::function<void(DocumentView)>;
 
-  explicit BackendClient(const std::string& mongoc_uri);
+  // `app_name` (the tool's program name) is what the server logs. Nothing
+  // is contacted before the first command.
+  BackendClient(const BackendOptions& backend, const BackendIdentity& identity, std::string_view app_name);
   ~BackendClient();
   BackendClient(const BackendClient&) = delete;
   BackendClient& operator=(const BackendClient&) = delete;
@@ -85,7 +85,8 @@ class BackendClient {
   std::optional<int64_t> EstimatedCount(const Namespace& ns);
   // Calls `each` for every document find(filter, options) returns.
   void Find(const Namespace& ns, const bson_t* filter, const bson_t* options, const DocumentFn& each);
-  // Runs `pipeline` (a BSON array) with allowDiskUse and calls `each` per result.
+  // Runs `pipeline` ({pipeline: [...]}, or the array itself) with allowDiskUse
+  // and calls `each` per result.
   void Aggregate(const Namespace& ns, const bson_t* pipeline, const DocumentFn& each);
   // How many documents match `filter`, counting up to `limit`
   // (kCountAll: all of them).
@@ -103,7 +104,19 @@ class BackendClient {
   BatchWriteResult WriteBatch(const Namespace& ns, std::string_view kind, const std::vector<Doc>& items);
 
  private:
-  _mongoc_client_t* client_ = nullptr;
+  // The connection to the primary, opened when there is none.
+  WireConnection& Connection();
+  // The reply of `command` on `db`; throws BackendError("<what>: <errmsg>")
+  // when the server refuses it.
+  Doc Command(const std::string& db, const Doc& command, const std::string& what);
+  // Calls `each` for every document of the cursor `reply` opens on `ns`.
+  void Drain(const Namespace& ns, const Doc& reply, const DocumentFn& each);
+
+  BackendOptions backend_;
+  BackendIdentity identity_;
+  std::string app_name_;
+  _mongoc_client_t* selector_ = nullptr;  // finds the primary; never authenticates
+  std::unique_ptr<WireConnection> connection_;
 };
 
 }  // namespace remold

@@ -18,7 +18,7 @@ ToolSetup LoadToolSetup(const std::vector<std::string>& config_args, std::ostrea
 }
 
 std::unique_ptr<BackendClient> ConnectBackend(const Config& config, std::string_view app_name) {
-  auto backend = std::make_unique<BackendClient>(MongocUri(config.backend_uri, config.backend, app_name));
+  auto backend = std::make_unique<BackendClient>(config.backend, config.identity, app_name);
   try {
     backend->Ping();
   } catch (const BackendError& e) {

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the native addon of @mongodb-js/zstd (the Node.js driver's zstd
-# compressor) in node_modules, from the package's own sources, against
+# compressor) in node_modules beside this file (or in DIR's, e.g.
+# tests/e2e/node-latest), from the package's own sources, against
 # Debian's libzstd (libzstd-dev) and the Node-API headers of the
 # node-api-headers package. The package's install script cannot do it here:
 # it downloads a prebuilt addon from GitHub, then falls back to a script its
 # npm release does not ship. scripts/install-deps.sh runs `npm ci
 # --ignore-scripts` and then this.
 #
-#   NODE=/path/to/node tests/e2e/node/build-zstd.sh
+#   NODE=/path/to/node tests/e2e/node/build-zstd.sh [DIR]
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
+here="$(cd "${1:-$(dirname "$0")}" && pwd)"
 node="${NODE:-node}"
 pkg="$here/node_modules/@mongodb-js/zstd"
 include() {  # the include directory an installed npm package names (node-addon-api's is relative)

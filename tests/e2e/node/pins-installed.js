@@ -1,17 +1,19 @@
-// Exits 0 when every dependency in package.json beside this file is
-// installed in node_modules at exactly its pinned version; otherwise lists
-// the differences on stderr and exits 1. Used by scripts/install-deps.sh to
-// decide whether `npm ci` must run.
+// Exits 0 when every dependency in package.json beside this file (or in
+// DIR, e.g. tests/e2e/node-latest) is installed in its node_modules at
+// exactly its pinned version; otherwise lists the differences on stderr and
+// exits 1. Used by scripts/install-deps.sh to decide whether `npm ci` must
+// run.
 //
-//   node tests/e2e/node/pins-installed.js
+//   node tests/e2e/node/pins-installed.js [DIR]
 const path = require('path');
 
-const pins = require(path.join(__dirname, 'package.json')).dependencies;
+const dir = path.resolve(process.argv[2] ?? __dirname);
+const pins = require(path.join(dir, 'package.json')).dependencies;
 const wrong = [];
 for (const [name, pinned] of Object.entries(pins)) {
   let installed = null;
   try {
-    installed = require(path.join(__dirname, 'node_modules', name, 'package.json')).version;
+    installed = require(path.join(dir, 'node_modules', name, 'package.json')).version;
   } catch {
     // not installed
   }

@@ -5,9 +5,20 @@ front of it; tests talk to remold with unmodified pymongo and raw sockets.
 
 Environment:
 
-- ``REMOLD_TEST_BACKEND_URI``: use this server (any mongod/mongos URI) and
-  start no backend. Otherwise the bundled mongo-java-server is launched on a
-  free loopback port and stopped by closing its stdin.
+- ``REMOLD_TEST_BACKEND_URI``: use this server (any mongod/mongos URI, with
+  credentials in it when the server requires them) and start no backend.
+- ``REMOLD_TEST_BACKEND``: which backend to start when no URI is given:
+  ``stand-in`` (default), the bundled mongo-java-server, or ``documentdb``,
+  the real engine that ``scripts/install-documentdb.sh`` builds (its
+  ``serve`` command, with test credentials). Either is launched on a free
+  loopback port and stopped by closing its stdin.
+
+A backend that requires authentication: remold is given its address
+without credentials (``Backend.uri``) and its own identity in the
+environment (REMOLD_BACKEND_USERNAME, REMOLD_BACKEND_PASSWORD), as an
+operator would; clients, through remold or directly (``Backend.direct_uri``),
+authenticate as the test user, and raw wire connections (wire.py) to either
+run SCRAM first.
 - ``REMOLD_BINARY``: the remold binary (default ``<source>/build/remold``).
 - ``REMOLD_SOURCE_DIR``: the checkout (default: derived from this file).
 - ``REMOLD_TEST_NO_PROXY=1``: debugging aid. Skip remold entirely and point
@@ -45,6 +56,7 @@ import tempfile
 import threading
 import time
 import uuid
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -53,9 +65,14 @@ import pymongo
 import pytest
 from pymongo.uri_parser import parse_uri
 
+import wire
+
 SOURCE_DIR = Path(os.environ.get("REMOLD_SOURCE_DIR") or Path(__file__).resolve().parents[3])
 REMOLD_BINARY = Path(os.environ.get("REMOLD_BINARY") or SOURCE_DIR / "build" / "remold")
 BACKEND_URI_ENV = os.environ.get("REMOLD_TEST_BACKEND_URI")
+BACKEND_KIND_ENV = os.environ.get("REMOLD_TEST_BACKEND", "stand-in")
+if BACKEND_KIND_ENV not in ("stand-in", "documentdb"):
+    raise RuntimeError(f"REMOLD_TEST_BACKEND={BACKEND_KIND_ENV!r}: expected stand-in or documentdb")
 NO_PROXY = os.environ.get("REMOLD_TEST_NO_PROXY") == "1"
 
 # libmongoc (which remold links) initialises itself before main() and, unless
@@ -88,7 +105,11 @@ def read_port_line(proc: subprocess.Popen, pattern: re.Pattern, timeout: float,
             line, buf = buf.split(b"\n", 1)
             match = pattern.match(line.decode(errors="replace").strip())
             if match:
-                return match.group(1), int(match.group(2))
+                address = match.group(1), int(match.group(2))
+                # A new server on a port an earlier one with a login had:
+                # its caller says again whether it needs one.
+                wire.forget_authentication(address)
+                return address
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             proc.kill()
@@ -113,15 +134,109 @@ def drain_in_background(stream, sink: list) -> threading.Thread:
     return thread
 
 
+@dataclass(frozen=True)
+class Credentials:
+    """A user of the backend, as a connection string names it."""
+    user: str
+    password: str
+    source: str = "admin"
+    mechanism: str = "SCRAM-SHA-256"
+
+    def userinfo(self) -> str:
+        return f"{quote(self.user, safe='')}:{quote(self.password, safe='')}@"
+
+    def options(self) -> dict[str, str]:
+        return {"authSource": self.source, "authMechanism": self.mechanism}
+
+    def remold_env(self) -> dict[str, str]:
+        """remold's own identity on the backend, as an operator gives it."""
+        return {"REMOLD_BACKEND_USERNAME": self.user, "REMOLD_BACKEND_PASSWORD": self.password,
+                "REMOLD_BACKEND_AUTH_SOURCE": self.source, "REMOLD_BACKEND_AUTH_MECHANISM": self.mechanism}
+
+
+_AUTH_OPTIONS = {"authsource", "authmechanism", "authmechanismproperties"}
+
+
+def split_credentials(uri: str) -> tuple[str, Optional[Credentials]]:
+    """(the URI without user, password and auth options, the credentials it named)."""
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri, None
+    userinfo, hosts = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    options = {k.lower(): v for k, v in query}
+    credentials = Credentials(unquote(user), unquote(password), options.get("authsource", "admin"),
+                              options.get("authmechanism", "SCRAM-SHA-256"))
+    kept = urlencode([(k, v) for k, v in query if k.lower() not in _AUTH_OPTIONS])
+    return urlunsplit((parts.scheme, hosts, parts.path or "/", kept, "")), credentials
+
+
+def with_credentials(uri: str, credentials: Optional[Credentials]) -> str:
+    """``uri`` with ``credentials`` in it (``uri`` as it is for None)."""
+    if credentials is None:
+        return uri
+    parts = urlsplit(uri)
+    query = parse_qsl(parts.query, keep_blank_values=True) + list(credentials.options().items())
+    return urlunsplit((parts.scheme, credentials.userinfo() + parts.netloc, parts.path or "/",
+                       urlencode(query), ""))
+
+
 @dataclass
 class Backend:
+    """The session's backend. ``uri`` is what remold is given (no
+    credentials: remold's own identity comes from its environment);
+    ``direct_uri`` is what a client connecting straight to it uses."""
     uri: str
     host: str
     port: int
     proc: Optional[subprocess.Popen] = None
+    kind: str = "stand-in"  # "stand-in", "documentdb", or "external" (REMOLD_TEST_BACKEND_URI)
+    credentials: Optional[Credentials] = None
+
+    @property
+    def direct_uri(self) -> str:
+        return with_credentials(self.uri, self.credentials)
 
     def alive(self) -> bool:
         return self.proc is None or self.proc.poll() is None
+
+
+# The credentials of the session's backend, when it requires them: remold
+# processes started by the suite in front of a server that requires them
+# (the session's backend, or a chain that leads to it: another remold, a
+# TLS terminator) get them as their own identity, and clients of those
+# remolds authenticate with them. Tests that start servers of their own (a
+# replica set of stand-ins, a backend they kill) get none.
+SESSION_CREDENTIALS: Optional[Credentials] = None
+_SESSION = object()  # start_remold's default: the session's credentials, where needed
+_REQUIRES_AUTH: dict[str, bool] = {}
+
+
+def _session_credentials_for(backend_uri: str) -> Optional[Credentials]:
+    """The session's credentials when the server at ``backend_uri`` refuses
+    an unauthenticated command (asked once per URI)."""
+    if SESSION_CREDENTIALS is None:
+        return None
+    if backend_uri not in _REQUIRES_AUTH:
+        needs = False
+        try:
+            with pymongo.MongoClient(backend_uri, serverSelectionTimeoutMS=3000, connectTimeoutMS=3000) as probe:
+                probe.admin.command("listDatabases", nameOnly=True)
+        except pymongo.errors.OperationFailure as e:
+            needs = e.code in (13, 18)  # Unauthorized, AuthenticationFailed
+        except Exception:  # unreachable, or a URI the test means to be wrong
+            needs = False
+        _REQUIRES_AUTH[backend_uri] = needs
+    return SESSION_CREDENTIALS if _REQUIRES_AUTH[backend_uri] else None
+
+
+def remold_environment(credentials: Optional[Credentials]) -> dict[str, str]:
+    """The environment of a remold process with ``credentials`` as its identity."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMOLD_BACKEND_")}
+    if credentials is not None:
+        env.update(credentials.remold_env())
+    return env
 
 
 @dataclass
@@ -133,11 +248,12 @@ class Remold:
     backend_uri: str
     stderr_path: Path
     stdout_lines: list = field(default_factory=list)
+    credentials: Optional[Credentials] = None  # what its clients authenticate as
 
     @property
     def uri(self) -> str:
         # No directConnection: pymongo must discover the topology from the handshake.
-        return f"mongodb://{self.host}:{self.port}/"
+        return with_credentials(f"mongodb://{self.host}:{self.port}/", self.credentials)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -177,19 +293,24 @@ def require_binary() -> Path:
 
 def start_remold(backend_uri: str, *, listen: str = "127.0.0.1:0",
                  extra_args: tuple[str, ...] = (), args: Optional[list[str]] = None,
-                 timeout: float = REMOLD_START_TIMEOUT) -> Remold:
+                 timeout: float = REMOLD_START_TIMEOUT, credentials=_SESSION) -> Remold:
     """Start a remold of our own; the caller owns it (terminate/kill it).
 
     ``args`` replaces the default ``serve --listen .. --backend .. --log-level warn``.
+    ``credentials``: remold's identity on its backend and its clients' (by
+    default the session backend's; None: none).
     """
     binary = require_binary()
+    if credentials is _SESSION:
+        credentials = _session_credentials_for(backend_uri)
     if args is None:
         args = ["serve", "--listen", listen, "--backend", backend_uri, "--log-level", "warn",
                 *extra_args]
     fd, stderr_name = tempfile.mkstemp(prefix="remold-stderr-", suffix=".log")
     with os.fdopen(fd, "wb") as stderr_file:
         proc = subprocess.Popen([str(binary), *args], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=stderr_file)
+                                stdout=subprocess.PIPE, stderr=stderr_file,
+                                env=remold_environment(credentials))
     stderr_path = Path(stderr_name)
     try:
         host, port = read_port_line(proc, _REMOLD_LINE, timeout, "remold")
@@ -197,8 +318,10 @@ def start_remold(backend_uri: str, *, listen: str = "127.0.0.1:0",
         proc.kill()
         proc.wait()
         raise RuntimeError(f"{exc}\nremold stderr:\n{stderr_path.read_text(errors='replace')}")
-    remold = Remold(proc, host, port, backend_uri, stderr_path)
+    remold = Remold(proc, host, port, backend_uri, stderr_path, credentials=credentials)
     drain_in_background(proc.stdout, remold.stdout_lines)
+    if credentials is not None:
+        wire.require_authentication((host, port), credentials.user, credentials.password, credentials.source)
     return remold
 
 
@@ -206,11 +329,73 @@ def start_remold(backend_uri: str, *, listen: str = "127.0.0.1:0",
 # Session fixtures.
 
 
+def _use_credentials(backend: Backend) -> None:
+    """Makes ``backend``'s credentials the session's (see SESSION_CREDENTIALS)."""
+    global SESSION_CREDENTIALS
+    SESSION_CREDENTIALS = backend.credentials
+    if backend.credentials is not None:
+        os.environ.update(backend.credentials.remold_env())  # every remold the suite runs
+        c = backend.credentials
+        wire.require_authentication((backend.host, backend.port), c.user, c.password, c.source)
+
+
+def _start_documentdb(unpatched: bool = False) -> tuple[Backend, Callable[[], None]]:
+    """``scripts/install-documentdb.sh serve``: a fresh DocumentDB on free
+    ports (``unpatched``: with upstream's gateway), and what stops it."""
+    script = SOURCE_DIR / "scripts" / "install-documentdb.sh"
+    log = tempfile.NamedTemporaryFile(prefix="remold-documentdb-", suffix=".log", delete=False)
+    proc = subprocess.Popen(["bash", str(script), "serve", *(["--unpatched"] if unpatched else [])],
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=log)
+    lines: dict[str, str] = {}
+    deadline = time.monotonic() + BACKEND_START_TIMEOUT
+    fd, buf = proc.stdout.fileno(), b""
+    while "logs" not in lines:  # the last line the script prints
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            key, _, value = line.decode().strip().partition(" ")
+            lines[key] = value
+        if "logs" in lines:
+            break
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(fd, 4096) if ready else b""
+        if not chunk:
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"DocumentDB did not start ({script} serve): "
+                               f"{Path(log.name).read_text(errors='replace')[-2000:]}")
+        buf += chunk
+    drain_in_background(proc.stdout, [])
+    uri, credentials = split_credentials(lines["uri"])
+    host, port = lines["listening"].rsplit(":", 1)
+    backend = Backend(uri, host, int(port), proc, "documentdb", credentials)
+
+    def stop() -> None:
+        proc.stdin.close()  # the script stops the server and deletes it at stdin EOF
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        os.unlink(log.name)
+
+    return backend, stop
+
+
 @pytest.fixture(scope="session")
 def backend() -> Backend:
     if BACKEND_URI_ENV:
+        uri, credentials = split_credentials(BACKEND_URI_ENV)
         host, port = parse_uri(BACKEND_URI_ENV)["nodelist"][0]
-        yield Backend(BACKEND_URI_ENV, host, port)
+        external = Backend(uri, host, port, kind="external", credentials=credentials)
+        _use_credentials(external)
+        yield external
+        return
+    if BACKEND_KIND_ENV == "documentdb":
+        documentdb, stop = _start_documentdb()
+        _use_credentials(documentdb)
+        yield documentdb
+        stop()
         return
     cmd = ["java", "-cp", "tests/backend/lib/*:tests/backend/classes", "Launcher", "127.0.0.1", "0"]
     proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdin=subprocess.PIPE,
@@ -252,7 +437,7 @@ class Target:
 @pytest.fixture(scope="session")
 def target(backend: Backend) -> Target:
     if NO_PROXY:
-        yield Target(backend.uri, backend.host, backend.port, None, backend)
+        yield Target(backend.direct_uri, backend.host, backend.port, None, backend)
         return
     # Client compression on: the compression tests negotiate with remold
     # itself (its default, off, is tested in test_backend_compression.py).
@@ -273,7 +458,7 @@ def client(target: Target) -> pymongo.MongoClient:
 @pytest.fixture(scope="session")
 def direct_client(backend: Backend) -> pymongo.MongoClient:
     """A client connected straight to the backend, bypassing remold."""
-    c = pymongo.MongoClient(backend.uri, serverSelectionTimeoutMS=10_000)
+    c = pymongo.MongoClient(backend.direct_uri, serverSelectionTimeoutMS=10_000)
     yield c
     c.close()
 
@@ -421,7 +606,8 @@ def auth_target(auth_backend: AuthBackend) -> Target:
         yield Target(backend.uri, backend.host, backend.port, None, backend)
         return
     remold = start_remold(auth_backend.uri, args=["serve", "--listen", "127.0.0.1:0", "--backend",
-                                                  auth_backend.uri, "--log-level", "debug"])
+                                                  auth_backend.uri, "--log-level", "debug"],
+                          credentials=None)
     yield Target(remold.uri, remold.host, remold.port, remold, backend)
     rc = remold.terminate()
     assert rc == 0, f"auth remold exited {rc} after SIGTERM; stderr:\n{remold.stderr()}"

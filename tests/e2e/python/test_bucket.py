@@ -595,11 +595,25 @@ def same_groups(got: list[dict], want: list[dict]) -> bool:
     return len(got) == len(want) and all(close(g, w) for g, w in zip(got, want))
 
 
+def backend_groups_as_mongodb(db) -> bool:
+    """Whether the backend's $min skips nulls and a missing field of an _id
+    document is left out, as MongoDB's $group does."""
+    probe = db["probe_group"]
+    probe.insert_many([{"g": 1, "t": None}, {"g": 1, "t": 5}])
+    got = list(probe.aggregate([{"$group": {"_id": {"g": "$g", "m": "$missing"}, "lo": {"$min": "$t"}}}]))
+    probe.drop()
+    return got == [{"_id": {"g": 1}, "lo": 5}]
+
+
 def test_group_answered_from_buckets_equals_flat(bucket_db, rules_remold, direct_client, make_client):
     """$group pipelines the buckets answer without unwinding (golden cases
     bucket/group_*) give what the same pipeline gives on a flat copy of the
     readings, field order and types included; and so do their unwound
     neighbours."""
+    if not backend_groups_as_mongodb(direct_client[bucket_db]):
+        pytest.skip("the backend's $group departs from MongoDB's on a plain collection ($min counts "
+                    "a null, a missing field of an _id document becomes null): no flat answer to "
+                    "compare with (DocumentDB: docs/backends.md)")
     remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})
     docs = group_dataset()
     make_client(remold.uri)[bucket_db]["readings"].insert_many(docs)
@@ -1444,14 +1458,20 @@ def test_catalog_commands_on_the_logical_collection(bucket_db, rules_remold, dir
     assert "readings_buckets" in direct.list_collection_names()
     assert _bucket_index(direct_client, bucket_db, "readings_buckets",
                          [("sensor", 1), ("start", 1)]) is not None
-    # Again: NamespaceExists, as a plain collection answers, naming the logical one.
+    # Again: as a plain collection answers on this backend (a mongod before
+    # 7.0: NamespaceExists, naming the logical collection; a mongos, or 7.0
+    # and later, DocumentDB among them: ok, the options being the same).
     direct.create_collection("oracle")
-    with pytest.raises(OperationFailure) as oracle_error:
-        direct.command("create", "oracle")
-    with pytest.raises(OperationFailure) as info:
-        db.command("create", "readings")
-    assert info.value.code == oracle_error.value.code == 48
-    assert "readings_buckets" not in str(info.value), info.value
+
+    def created_again(run):
+        try:
+            return "ok", run()["ok"]
+        except OperationFailure as exc:
+            assert "readings_buckets" not in str(exc), exc
+            return "error", exc.code
+    oracle = created_again(lambda: direct.command("create", "oracle"))
+    assert oracle in (("ok", 1.0), ("error", 48)), oracle
+    assert created_again(lambda: db.command("create", "readings")) == oracle
     with pytest.raises(OperationFailure) as info:
         db.command("create", "readings", capped=True, size=4096)
     assert info.value.code == 72 and "capped" in str(info.value)

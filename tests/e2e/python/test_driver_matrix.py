@@ -3,12 +3,18 @@ application may use, judged here the same way for all of them.
 
 Clients (driver_clients.py; all installed by scripts/install-deps.sh):
 the Node.js driver and mongosh (tests/e2e/node), the Go driver
-(tests/e2e/go) and the Java sync driver (tests/e2e/java). Each runs one
-program against a remold of the test's own (--client-compression on, a
-bucket rule on <db>.readings, metrics on). The program gets a plan
-{uri, db, compressed: {snappy|zlib|zstd: URI}} and prints one JSON object,
-canonical Extended JSON (so BSON types survive), with these steps, each
-{ok: true, ...} or {ok: false, error: {kind, code, codeName, message}}:
+(tests/e2e/go), the Java sync driver (tests/e2e/java) and pymongo
+(tests/e2e/pymongo). Each comes in two version sets that run the same
+programs: against the stand-in (MongoDB 4.2, wire version 8) the releases
+pinned as the newest that still accept it, against DocumentDB the newest
+releases (driver_clients.VERSION_SET); each test id names the release it
+runs. Each runs one program against a remold of the test's own
+(--client-compression on, a bucket rule on <db>.readings, metrics on). The
+program gets a plan {uri, db, compressed: {snappy|zlib|zstd: URI}} (with
+the test user's credentials when the backend requires them) and prints one
+JSON object, canonical Extended JSON (so BSON types survive), with these
+steps, each {ok: true, ...} or {ok: false, error: {kind, code, codeName,
+message}}:
 
 1. ``crud`` on <db>.crud: insertOne {_id: "a", n: 1, tags: ["x", "y"]};
    insertMany b (n 2), c (n 3); find n >= 2 by _id (foundGte2); updateOne a
@@ -51,13 +57,18 @@ from bson import json_util
 from bson.json_util import CANONICAL_JSON_OPTIONS, JSONOptions
 
 import wire
-from driver_clients import CLIENTS, locate
+from conftest import with_credentials
+from driver_clients import CLIENTS, VERSION_SET, locate, pinned_version
 from test_bucket import rule_yaml
 from test_metrics import free_port, scrape, value
 from wire_tap import WireTap
 
 COMPRESSORS = ("snappy", "zlib", "zstd")
-HANDSHAKES = {"hello", "isMaster", "ismaster"}  # never compressed (compression spec)
+# Never compressed (the compression spec): the handshakes and the
+# authentication conversation.
+NEVER_COMPRESSED = {"hello", "isMaster", "ismaster", "saslStart", "saslContinue", "getnonce",
+                    "authenticate", "createUser", "updateUser", "copydbSaslStart",
+                    "copydbgetnonce", "copydb"}
 T0 = dt.datetime(2024, 3, 4, tzinfo=dt.timezone.utc)
 RETRYABLE_WRITES_TEXT = "does not support retryable writes"
 DECODE = JSONOptions(tz_aware=True, tzinfo=dt.timezone.utc)
@@ -160,9 +171,10 @@ def check_compression(client, seen, raw, taps, everything):
             assert result["driverCompressors"] == [name], \
                 f"compressors={name}: the driver negotiated {result['driverCompressors']}"
 
-        # On the wire: everything but the handshakes went compressed with
-        # this compressor, and remold answered every compressed request that
-        # wants a reply with it (and none that does not: moreToCome).
+        # On the wire: everything but the handshakes and the authentication
+        # conversation went compressed with this compressor, and remold
+        # answered every compressed request that wants a reply with it (and
+        # none that does not: moreToCome).
         tap = taps[name]
         assert not tap.problems, tap.problems
         messages = tap.recorded()
@@ -174,7 +186,7 @@ def check_compression(client, seen, raw, taps, everything):
             f"compressors={name}: compressor ids {sorted({m.compressor_id for m in compressed})}"
         assert {"insert", "find"} <= {m.command for m in compressed}, \
             f"compressors={name}: compressed commands {sorted({m.command for m in compressed})}"
-        assert set(plain) <= HANDSHAKES, f"compressors={name}: sent uncompressed: {plain}"
+        assert set(plain) <= NEVER_COMPRESSED, f"compressors={name}: sent uncompressed: {plain}"
         replies = {(m.connection, m.response_to): m for m in messages if not m.from_client}
         for request in compressed:
             reply = replies.get((request.connection, request.request_id))
@@ -211,8 +223,12 @@ def check_refusal(seen, raw, db, everything):
     assert raw["refusal"]["after"] == raw["bucket"]["found"], "the refused update changed readings"
 
 
-@pytest.mark.parametrize("name", list(CLIENTS))
-def test_driver_scenario(name, matrix_db, matrix_remold, direct_client, tmp_path):
+@pytest.mark.parametrize("name", list(CLIENTS),
+                         ids=[f"{name}-{pinned_version(name)}" for name in CLIENTS])
+def test_driver_scenario(name, backend, matrix_db, matrix_remold, direct_client, tmp_path):
+    # The newest releases against DocumentDB; against the stand-in, the
+    # newest that still accept MongoDB 4.2 (driver_clients.py).
+    assert VERSION_SET == ("latest" if backend.kind == "documentdb" else "pinned"), backend.kind
     client = locate(name)
     remold, metrics = matrix_remold
     unordered_inserted = backend_insert_n_with_duplicate(direct_client, matrix_db)
@@ -221,7 +237,9 @@ def test_driver_scenario(name, matrix_db, matrix_remold, direct_client, tmp_path
     taps = {c: WireTap(remold.address) for c in COMPRESSORS}
     try:
         plan = {"uri": remold.uri, "db": matrix_db,
-                "compressed": {c: taps[c].uri(f"compressors={c}") for c in COMPRESSORS}}
+                "compressed": {c: with_credentials(taps[c].uri(f"compressors={c}"),
+                                                   remold.credentials)
+                               for c in COMPRESSORS}}
         home = tmp_path / "home"  # mongosh writes its logs and config under $HOME
         home.mkdir()
         stdout = client.run(plan, {**os.environ, "HOME": str(home)})
@@ -232,7 +250,7 @@ def test_driver_scenario(name, matrix_db, matrix_remold, direct_client, tmp_path
 
     raw = json.loads(stdout)
     seen = json_util.loads(stdout, json_options=DECODE)
-    everything = f"{client.name} {client.version} printed:\n{stdout[:6000]}"
+    everything = f"{client.label} printed:\n{stdout[:6000]}"
     check_crud(seen, raw, everything)
     check_cursor(seen, everything)
     check_bulk(seen, raw, unordered_inserted, everything)

@@ -85,7 +85,7 @@ def test_max_connections_refuses_the_fifth(private_remold, direct_client, db_nam
     remold = private_remold(extra_args=("--max-connections", "4"))
     socks = [raw_client(remold.address) for _ in range(4)]
     try:
-        fifth = wire.connect(*remold.address)
+        fifth = wire.connect(*remold.address, authenticate=False)  # refused at its first message
         reply = wire.roundtrip(fifth, wire.op_msg({"hello": 1, "$db": "admin"}))
         assert reply.is_error(), reply.doc
         assert reply.doc["errmsg"] == "remold: too many connections (limit 4)"
@@ -94,7 +94,7 @@ def test_max_connections_refuses_the_fifth(private_remold, direct_client, db_nam
         fifth.close()
 
         # Legacy OP_QUERY handshakes get an OP_REPLY.
-        legacy = wire.connect(*remold.address)
+        legacy = wire.connect(*remold.address, authenticate=False)
         reply = wire.roundtrip(legacy, wire.op_query("admin.$cmd", {"isMaster": 1}))
         assert reply.opcode == wire.OP_REPLY and reply.is_error()
         legacy.close()

@@ -112,7 +112,7 @@ def world(backend, tmp_path_factory):
         (rules_dir / name).write_text(text.format(db=db_name))
     remold = start_remold(backend.uri, extra_args=("--rules", str(rules_dir)))
     client = pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000)
-    direct = pymongo.MongoClient(backend.uri, serverSelectionTimeoutMS=10_000)
+    direct = pymongo.MongoClient(backend.direct_uri, serverSelectionTimeoutMS=10_000)
     try:
         ruled, flat = client[db_name], direct[flat_name]
         # posts first: the computed rule maintains them.

@@ -25,6 +25,7 @@ import pymongo
 import pytest
 from pymongo.errors import PyMongoError, ServerSelectionTimeoutError
 
+import scram
 import wire
 from conftest import NO_PROXY, Remold, require_binary
 from support import assert_request_survives_sigterm
@@ -137,7 +138,7 @@ def test_plain_client_to_tls_remold_fails(tls_remold, pki, direct_client, db_nam
         with pytest.raises(ServerSelectionTimeoutError):
             plain.admin.command("ping")
     # A raw plaintext hello gets no reply: the connection is closed.
-    sock = wire.connect(*remold.address)
+    sock = wire.connect(*remold.address, authenticate=False)
     try:
         with pytest.raises((wire.ConnectionClosed, ConnectionResetError)):
             wire.command(sock, {"hello": 1})
@@ -266,6 +267,12 @@ def test_sigterm_keeps_a_request_inside_a_tls_record(tls_remold, pki, direct_cli
     try:
         client.sock.sendall(client.encrypt(wire.op_msg({"ping": 1, "$db": "admin"})))
         assert client.recv_message().doc["ok"] == 1
+        if remold.credentials is not None:  # a backend that requires authentication
+            def run(doc, db):
+                client.sock.sendall(client.encrypt(wire.op_msg({**doc, "$db": db})))
+                return client.recv_message().doc
+            c = remold.credentials
+            scram.authenticate(run, c.user, c.password, c.source)
         record = client.encrypt(wire.op_msg({"insert": "tls_partial", "documents": [{"_id": 1}],
                                              "$db": db_name}))
         reply = assert_request_survives_sigterm(

@@ -312,9 +312,31 @@ def recv_message(sock: socket.socket, timeout: float = 5.0) -> Reply:
     return parse_message(header, body)
 
 
-def connect(host: str, port: int, timeout: float = 5.0) -> socket.socket:
+# Addresses whose connections must authenticate before anything else (a
+# backend that requires it, and the remolds in front of it): the harness
+# registers them (conftest.py), and connect() runs SCRAM-SHA-256 on each.
+_CREDENTIALS: dict[tuple[str, int], tuple[str, str, str]] = {}
+
+
+def require_authentication(address: tuple[str, int], user: str, password: str, source: str = "admin") -> None:
+    _CREDENTIALS[address] = (user, password, source)
+
+
+def forget_authentication(address: tuple[str, int]) -> None:
+    """The server at ``address`` is gone or needs no login: a later server
+    on the same port (ports are reused) must not be sent SCRAM."""
+    _CREDENTIALS.pop(address, None)
+
+
+def connect(host: str, port: int, timeout: float = 5.0, authenticate: bool = True) -> socket.socket:
+    """A connection to host:port, authenticated when the harness says that
+    address requires it (``authenticate=False``: as it is)."""
     sock = socket.create_connection((host, port), timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    credentials = _CREDENTIALS.get((host, port)) if authenticate else None
+    if credentials is not None:
+        import scram  # only the suites that run against such a backend need it
+        scram.authenticate(lambda doc, db: command(sock, doc, db, timeout), *credentials)
     return sock
 
 

@@ -1,7 +1,7 @@
 """The long run: ``python -m differential --rule attribute --seed 7 --ops 100000``
 (from tests/e2e/python; tests/e2e/differential.sh wraps it). Starts the
-bundled backend (or uses REMOLD_TEST_BACKEND_URI) and a remold with the
-rules, runs sequences until the operation count is reached, prints every new
+backend REMOLD_TEST_BACKEND names (the stand-in by default, or documentdb;
+or uses REMOLD_TEST_BACKEND_URI) and a remold with the rules, runs sequences until the operation count is reached, prints every new
 unexplained difference class with a minimal reproducer as it is found, and
 the figures at the end. Exit status 1 if any unexplained difference was found.
 """
@@ -26,14 +26,24 @@ from .table import Table
 
 
 def start_backend():
+    """(the backend, what stops it)."""
     if conftest.BACKEND_URI_ENV:
-        return conftest.BACKEND_URI_ENV, None
+        uri, credentials = conftest.split_credentials(conftest.BACKEND_URI_ENV)
+        host, port = pymongo.uri_parser.parse_uri(conftest.BACKEND_URI_ENV)["nodelist"][0]
+        return conftest.Backend(uri, host, port, kind="external", credentials=credentials), lambda: None
+    if conftest.BACKEND_KIND_ENV == "documentdb":
+        return conftest._start_documentdb()
     cmd = ["java", "-cp", "tests/backend/lib/*:tests/backend/classes", "Launcher", "127.0.0.1", "0"]
     proc = subprocess.Popen(cmd, cwd=conftest.SOURCE_DIR, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     host, port = conftest.read_port_line(proc, conftest._BACKEND_LINE, 60, "backend")
     conftest.drain_in_background(proc.stdout, [])
-    return f"mongodb://{host}:{port}/", proc
+
+    def stop():
+        proc.stdin.close()
+        proc.wait(15)
+
+    return conftest.Backend(f"mongodb://{host}:{port}/", host, port, proc), stop
 
 
 def main(argv=None) -> int:
@@ -52,16 +62,17 @@ def main(argv=None) -> int:
     families = args.rule or sorted(FAMILIES)
     table = Table.from_readme(conftest.SOURCE_DIR / "README.md")
     prefix = f"diff_{uuid.uuid4().hex[:6]}"
-    backend_uri, backend_proc = start_backend()
+    backend, stop_backend = start_backend()
+    conftest._use_credentials(backend)
     remold = None
     try:
         with tempfile.TemporaryDirectory() as tmp:
             rules = write_rules(Path(tmp) / "rules", prefix, families)
-            remold = conftest.start_remold(backend_uri, extra_args=("--rules", str(rules)))
-            direct = pymongo.MongoClient(backend_uri, serverSelectionTimeoutMS=10_000)
+            remold = conftest.start_remold(backend.uri, extra_args=("--rules", str(rules)))
+            direct = pymongo.MongoClient(backend.direct_uri, serverSelectionTimeoutMS=10_000)
             client = pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000)
             caps = probe(direct, f"{prefix}_probe")
-            print(f"backend capabilities: {', '.join(sorted(caps))}", flush=True)
+            print(f"backend: {backend.kind}; capabilities: {', '.join(sorted(caps))}", flush=True)
             results = []
             for name in families:
                 h = harness(name, prefix, client, direct, table, caps)
@@ -74,9 +85,7 @@ def main(argv=None) -> int:
         if remold:
             remold.terminate()
             remold.stderr_path.unlink(missing_ok=True)
-        if backend_proc:
-            backend_proc.stdin.close()
-            backend_proc.wait(15)
+        stop_backend()
     print(format_report(results))
     return 1 if any(r.findings for r in results) else 0
 

@@ -1,0 +1,1 @@
+../node/scenario-mongosh.js
