@@ -27,6 +27,7 @@ inline constexpr ErrorCode kHostUnreachable{6, "HostUnreachable"};
 inline constexpr ErrorCode kUnknownError{8, "UnknownError"};
 inline constexpr ErrorCode kFailedToParse{9, "FailedToParse"};
 inline constexpr ErrorCode kTypeMismatch{14, "TypeMismatch"};
+inline constexpr ErrorCode kOverflow{15, "Overflow"};
 inline constexpr ErrorCode kInvalidLength{16, "InvalidLength"};
 inline constexpr ErrorCode kProtocolError{17, "ProtocolError"};
 inline constexpr ErrorCode kInvalidBSON{22, "InvalidBSON"};

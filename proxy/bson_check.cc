@@ -157,7 +157,8 @@ std::optional<WireError> ValidateDocument(std::span<const uint8_t> doc) {
                      "document exceeds the maximum BSON size", false};
   switch (WalkDocument(doc.data(), doc.size(), 0)) {
     case Walk::kOk: return std::nullopt;
-    case Walk::kTooDeep: return InvalidBson("document nesting exceeds the maximum depth");
+    case Walk::kTooDeep:  // mongod's own answer to a request nested too deep
+      return WireError{error_codes::kOverflow, "BSONObj exceeds maximum nested object depth of 200", false};
     case Walk::kCorrupt: break;
   }
   return InvalidBson("invalid BSON: corrupt BSON");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include "patterns/attribute/view.h"
 #include "rewrite/filter_clauses.h"
@@ -396,14 +397,13 @@ Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
                      const AttributeProjection& projection) {
   auto array = Find(doc, rule.array_field);
   if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return Doc::FromBson(doc);
-  // The document's own field names, to detect a pair that would clash.
-  std::vector<std::string_view> taken;
+  // The document's own field names, to detect a pair that would clash (a
+  // hash set: a document may hold hundreds of thousands of pairs, and the
+  // work must stay linear in them).
+  std::unordered_set<std::string_view> taken;
   bson_iter_t it;
   bson_iter_init(&it, doc);
-  while (bson_iter_next(&it)) taken.emplace_back(bson_iter_key(&it));
-  auto is_taken = [&](std::string_view name) {
-    return std::find(taken.begin(), taken.end(), name) != taken.end();
-  };
+  while (bson_iter_next(&it)) taken.emplace(bson_iter_key(&it));
   // Every element must be exactly a {key: string, value} pair with a new name.
   std::vector<std::pair<std::string_view, bson_iter_t>> fields;
   bson_iter_t child, copy = *array;
@@ -426,8 +426,7 @@ Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
         value = pair;
       }
     }
-    if (members != 2 || !name || !value || is_taken(*name)) return Doc::FromBson(doc);
-    taken.push_back(*name);
+    if (members != 2 || !name || !value || !taken.insert(*name).second) return Doc::FromBson(doc);
     fields.emplace_back(*name, *value);
   }
   Doc out;
@@ -436,12 +435,9 @@ Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
     if (std::string_view(bson_iter_key(&it)) != rule.array_field)
       AppendValue(out.mut(), bson_iter_key(&it), it);
   }
+  const std::unordered_set<std::string_view> listed(projection.names.begin(), projection.names.end());
   for (const auto& [name, value] : fields) {
-    if (projection.restricts) {
-      bool listed = std::find(projection.names.begin(), projection.names.end(), name) !=
-                    projection.names.end();
-      if (listed != projection.inclusion) continue;
-    }
+    if (projection.restricts && listed.contains(name) != projection.inclusion) continue;
     AppendValue(out.mut(), name, value);
   }
   return out;

@@ -210,6 +210,14 @@ TEST(ValidateDocument, HundredLevelsOfNestingAreFine) {
   EXPECT_FALSE(ValidateDocument(remold::testing::NestedDocument(100)).has_value());
 }
 
+// mongod refuses a request nested deeper than 200 levels with Overflow (15),
+// not InvalidBSON (22): drivers and test suites look for that code.
+TEST(ValidateDocument, NestingBeyondTwoHundredLevelsIsOverflow) {
+  const auto error = ValidateDocument(remold::testing::NestedDocument(1'000));
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code, remold::error_codes::kOverflow);
+}
+
 // A 7 MB document nested a million levels deep (well under the 16 MiB
 // limit) must be answered with an error, not a stack overflow. Run in a
 // child process so a crash fails this test only.
