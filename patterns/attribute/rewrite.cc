@@ -50,6 +50,15 @@ class AttributeRewriter {
                                          a_.logical.full() + ": " + what));
   }
 
+  // Why a document the client writes cannot be stored (it names the pair
+  // array: its pairs would be read back unfolded, not as the array it
+  // wrote), or nothing.
+  std::optional<std::string> NamesThePairArray(const bson_t* doc, std::string_view what) const {
+    if (!::remold::Find(doc, a_.array_field)) return std::nullopt;
+    return "field '" + a_.array_field + "' is reserved: it holds the attributes (" + std::string(what) +
+           " with a field '" + a_.array_field + "' refused); write the attributes by name";
+  }
+
   // Rewrites the filter under `key` of `doc` into `out` (or refuses).
   std::optional<std::string> Filter(const bson_t* doc, const char* key, Doc& out) const {
     std::optional<Doc> filter = FindDocument(doc, key);
@@ -322,6 +331,7 @@ class AttributeRewriter {
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
     std::vector<Doc> folded;
     for (const Doc& doc : ArrayDocuments(*documents)) {
+      if (auto reserved = NamesThePairArray(doc.get(), "a document")) return Refuse(error_codes::kBadValue, *reserved);
       std::string error;
       folded.push_back(FoldAttributes(a_, doc.get(), &error));
       if (!error.empty()) return Refuse(error_codes::kBadValue, error);
@@ -356,6 +366,9 @@ class AttributeRewriter {
         return Refuse(error_codes::kInvalidOptions,
                       "pipeline updates are not supported on an attribute collection");
       std::optional<Doc> u_doc = FindDocument(statement.get(), "u");
+      if (!IsOperatorUpdate(*u_doc))
+        if (auto reserved = NamesThePairArray(u_doc->get(), "a replacement"))
+          return Refuse(error_codes::kBadValue, *reserved);
       if (!IsOperatorUpdate(*u_doc) && a_.StoresFlat()) {  // stored as written
         rewritten.push_back(std::move(out));
         continue;
@@ -481,6 +494,9 @@ class AttributeRewriter {
       auto update_iter = ::remold::Find(body, "update");
       if (update_iter && BSON_ITER_HOLDS_ARRAY(&*update_iter))
         return Refuse(error_codes::kInvalidOptions, "pipeline updates are not supported");
+      if (!IsOperatorUpdate(*update))
+        if (auto reserved = NamesThePairArray(update->get(), "a replacement"))
+          return Refuse(error_codes::kBadValue, *reserved);
       if (!IsOperatorUpdate(*update) && a_.StoresFlat()) {
         // stored as written
       } else if (!IsOperatorUpdate(*update)) {
