@@ -1,6 +1,7 @@
 #include "patterns/attribute/update.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "patterns/attribute/migration.h"
@@ -44,6 +45,48 @@ struct UpdateSteps {
 
   bool HasPushes() const {
     return std::any_of(ops.begin(), ops.end(), [](const AttributeOp& o) { return o.op != "$unset"; });
+  }
+
+  // Whether step 3 changes the value step 2 pushed for `op` (a zero of the
+  // operand's type, see AppendNeutral): $inc of a number that is not zero
+  // (NaN included), $mul by NaN. A document pushed for such an op is then
+  // modified by step 3 too, and counted there.
+  static bool ApplyChangesNeutral(const AttributeOp& op) {
+    if (op.op != "$inc" && op.op != "$mul") return false;
+    bson_iter_t v;
+    if (!bson_iter_init_find(&v, op.value.get(), "v")) return false;
+    const bool is_nan = BSON_ITER_HOLDS_DOUBLE(&v) ? std::isnan(bson_iter_double(&v))
+                        : BSON_ITER_HOLDS_DECIMAL128(&v) ? DecimalText(v).find("NaN") != std::string::npos
+                                                          : false;
+    if (op.op == "$mul") return is_nan;
+    if (BSON_ITER_HOLDS_INT32(&v) || BSON_ITER_HOLDS_INT64(&v)) return bson_iter_as_int64(&v) != 0;
+    if (BSON_ITER_HOLDS_DOUBLE(&v)) return is_nan || bson_iter_double(&v) != 0.0;
+    if (BSON_ITER_HOLDS_DECIMAL128(&v)) return !IsDecimalZero(DecimalText(v));
+    return true;
+  }
+
+  static std::string DecimalText(const bson_iter_t& v) {
+    bson_decimal128_t d;
+    bson_iter_decimal128(&v, &d);
+    char text[BSON_DECIMAL128_STRING];
+    bson_decimal128_to_string(&d, text);
+    return text;
+  }
+
+  // "0", "-0.00", "0E+3": digits before the exponent all zero.
+  static bool IsDecimalZero(std::string_view text) {
+    if (!text.empty() && text[0] == '-') text.remove_prefix(1);
+    const std::string_view digits = text.substr(0, text.find('E'));
+    return !digits.empty() && digits.find_first_not_of("0.") == std::string_view::npos;
+  }
+
+  // Whether the documents step 2 modified are all counted by step 3: every
+  // op that pushes changes its pushed value there. (Otherwise step 2's
+  // count is added, at most n: exact when each document gained pairs or
+  // had its others changed, not both.)
+  bool PushesCountedByApply() const {
+    return std::all_of(ops.begin(), ops.end(),
+                       [](const AttributeOp& o) { return o.op == "$unset" || ApplyChangesNeutral(o); });
   }
 
   Doc Pinned(const std::vector<Doc>& ids, bool still_matching) const {
@@ -131,16 +174,31 @@ struct UpdateSteps {
   }
 
   // The value pushed for a missing attribute: $set/$min/$max: the operand
-  // (what they set on a missing field); $inc/$mul: 0 (the operator then
-  // gives what it gives a missing field).
+  // (what they set on a missing field); $inc/$mul: 0 of the operand's type
+  // (the operator then gives what it gives a missing field).
   void AppendNeutral(bson_t* pair, const AttributeOp& op) const {
-    if (op.op == "$inc" || op.op == "$mul") {
-      BSON_APPEND_INT32(pair, rule.value_name.c_str(), 0);
-      return;
-    }
     bson_iter_t v;
     bson_iter_init_find(&v, op.value.get(), "v");
-    AppendValue(pair, rule.value_name, v);
+    if (op.op != "$inc" && op.op != "$mul") {
+      AppendValue(pair, rule.value_name, v);
+      return;
+    }
+    // A zero of the operand's type, which is what $mul gives a missing
+    // field and what $inc adds to: step 3 leaves it as pushed unless the
+    // operand changes it (ApplyChangesNeutral), whatever an engine takes
+    // for a change between numeric types.
+    const char* name = rule.value_name.c_str();
+    if (BSON_ITER_HOLDS_INT64(&v)) {
+      BSON_APPEND_INT64(pair, name, 0);
+    } else if (BSON_ITER_HOLDS_DOUBLE(&v)) {
+      BSON_APPEND_DOUBLE(pair, name, 0.0);
+    } else if (BSON_ITER_HOLDS_DECIMAL128(&v)) {
+      bson_decimal128_t zero;
+      bson_decimal128_from_string("0", &zero);
+      BSON_APPEND_DECIMAL128(pair, name, &zero);
+    } else {
+      BSON_APPEND_INT32(pair, name, 0);
+    }
   }
 
   Writes Commands(const std::vector<Doc>& ids) const {
@@ -258,7 +316,7 @@ struct UpdateSteps {
 
   // n and nModified come from the client's write (step 3, or the pull
   // when only attributes are unset); nModified adds documents that only
-  // gained a pair in step 2, at most n.
+  // gained a pair in step 2 (PushesCountedByApply), at most n.
   ShapedReply Shape(std::span<const Doc> replies) const {
     ShapedReply out;
     std::vector<Doc> ids = PinnedIds(replies.front());
@@ -297,7 +355,7 @@ struct UpdateSteps {
       if (i == write_index) {
         n = FindInteger(reply.get(), "n").value_or(0);
         modified += FindInteger(reply.get(), "nModified").value_or(0);
-      } else if (i == push_index && HasPushes()) {
+      } else if (i == push_index && HasPushes() && !PushesCountedByApply()) {
         modified += FindInteger(reply.get(), "nModified").value_or(0);
       }
     }

@@ -94,6 +94,8 @@ def canon(value: Any):
         return ("arr", tuple(canon(v) for v in value))
     if isinstance(value, Regex):
         return ("Regex", value.pattern, value.flags)
+    if isinstance(value, float) and value != value:
+        return ("float", "NaN")  # equal to itself, as a stored value is
     return (type(value).__name__, value)
 
 
@@ -830,6 +832,15 @@ def test_update_set_existing_and_new_attribute(twins):
     twins.update("update_many", {"category": "laptop"}, {"$set": {"ram_gb": 24, "screen_in": 13.3}})
     twins.update("update_many", {"hz": {"$gte": 120}}, {"$set": {"hz": 144}})  # some already 144
     twins.update("update_many", {"category": "kettle"}, {"$set": {"color": None, "cpu": None}})
+
+
+def test_inc_of_nan_counts_as_a_plain_collection_does(attr_env):
+    """NaN + 3 is NaN: a plain collection counts that document matched, not
+    modified (issue 28: remold answered nModified 2 where flat says 1)."""
+    twins = Twins(attr_env, [{"_id": 1, "weight": float("nan")}, {"_id": 2}])
+    twins.update("update_many", {}, {"$inc": {"weight": 3}})
+    twins.update("update_one", {"_id": 1}, {"$inc": {"weight": 3}})
+    twins.update("update_many", {}, {"$mul": {"weight": 2}})
 
 
 def test_update_unset(twins):
