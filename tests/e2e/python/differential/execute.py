@@ -93,7 +93,10 @@ def shape(db, op: dict, reply: dict, names: tuple, loose: frozenset, caps: set) 
             # apart: compare the values by number, without null.
             return Outcome(value=sorted({canon_field("v", v, frozenset({"v"})) for v in values
                                          if v is not None}, key=repr))
-        return Outcome(value=sorted((canon(v) for v in values), key=repr))
+        # Of values equal as numbers (16 and Int64(16)), distinct returns
+        # one, and which depends on the order it met them in (MongoDB's
+        # too): numbers compare by value, each value still counted.
+        return Outcome(value=sorted((canon_field("v", v, frozenset({"v"})) for v in values), key=repr))
     if kind == "write":
         errors = tuple((e.get("index"), e.get("code")) for e in reply.get("writeErrors", []))
         upserted = tuple((u.get("index"), canon(u.get("_id"))) for u in reply.get("upserted", []))

@@ -118,7 +118,7 @@ class Harness:
             return self.count(diffs, stats)
         if self.estimated(op, got, want):
             if stats:
-                stats.documented["count without a query: the backend's estimate (docs/backends.md)"] += 1
+                stats.documented["count without a query (count, collStats): the backend's estimate (docs/backends.md)"] += 1
             return []
         refusal = self.refusal(got, want)
         if refusal is not None:
@@ -165,17 +165,25 @@ class Harness:
         return "c" not in self.flat.list_collection_names(filter={"name": "c"})
 
     def estimated(self, op: dict, got: Outcome, want: Outcome) -> bool:
-        """A count without a query that answered otherwise on the two sides,
-        where a side's answer is not its exact count (the documents a
-        $group counts, through remold on its side): the backend estimated
-        it from its statistics (DocumentDB does), as it does for a plain
-        collection. Exact counts that differ are a difference."""
-        cmd = op["cmd"]
-        if op["label"] != "count" or cmd.get("query") or got.failed or want.failed:
+        """A count without a query (the count command, collStats, the
+        $collStats stage) that answered otherwise on the two sides, where a
+        side's answer is not its exact count (the documents a $group counts,
+        through remold on its side): the backend estimated it from its
+        statistics (DocumentDB does), as it does for a plain collection.
+        Exact counts that differ are a difference."""
+        cmd, shape = op["cmd"], op["shape"]
+        if got.failed or want.failed:
             return False
-        name = cmd["count"]
+        if shape == "count" and op["label"] == "count" and not cmd.get("query"):
+            name, as_answered = cmd["count"], lambda n: n
+        elif shape == "collStats":
+            name, as_answered = cmd["collStats"], lambda n: n
+        elif shape == "collStatsStage":
+            name, as_answered = cmd["aggregate"], lambda n: [n]
+        else:
+            return False
         exact = [db[name].count_documents({}) for db in (self.r, self.flat)]
-        return exact[0] == exact[1] and (got.value, want.value) != tuple(exact)
+        return exact[0] == exact[1] and (got.value, want.value) != tuple(as_answered(n) for n in exact)
 
     @staticmethod
     def partial(op: dict, outcome: Outcome) -> bool:
