@@ -122,6 +122,36 @@ std::string SyncLine(const ExtendedReferenceRule& rule) {
          "another round if it changed";
 }
 
+namespace {
+
+// {field: value} for the documents whose reference names `value` as an
+// insert links it (KeyOf): int32, int64 and double are one number, and a
+// Decimal128 is its own, though the backend's equality matches it with
+// them (1 and Decimal128("1")): the filter says which kind it wants.
+void AppendSameReference(bson_t* filter, const std::string& field, const bson_iter_t& value) {
+  const bool decimal = BSON_ITER_HOLDS_DECIMAL128(&value);
+  if (!decimal && !BSON_ITER_HOLDS_INT32(&value) && !BSON_ITER_HOLDS_INT64(&value) &&
+      !BSON_ITER_HOLDS_DOUBLE(&value)) {
+    AppendEquals(filter, field, value);
+    return;
+  }
+  Doc test;
+  AppendValue(test.mut(), "$eq", value);
+  if (decimal) {
+    BSON_APPEND_UTF8(test.mut(), "$type", "decimal");
+  } else {
+    bson_t types;
+    BSON_APPEND_ARRAY_BEGIN(test.mut(), "$type", &types);
+    BSON_APPEND_UTF8(&types, "0", "int");
+    BSON_APPEND_UTF8(&types, "1", "long");
+    BSON_APPEND_UTF8(&types, "2", "double");
+    bson_append_array_end(test.mut(), &types);
+  }
+  AppendDoc(filter, field, test);
+}
+
+}  // namespace
+
 CopySync::CopySync(const ExtendedReferenceRule& rule, const FollowerContext& context)
     : rule_(rule), context_(context) {}
 
@@ -148,7 +178,7 @@ void CopySync::Round(CommandQueue& queue, size_t ref, int round) {
 void CopySync::Batch(CommandQueue& queue, size_t ref, int round, Doc copy) {
   // {<reference>: ref, <into>: {$ne: copy}}: the documents still holding another copy.
   Doc filter, ne;
-  AppendEquals(filter.mut(), rule_.reference, Unboxed(refs_[ref]));
+  AppendSameReference(filter.mut(), rule_.reference, Unboxed(refs_[ref]));
   AppendValue(ne.mut(), "$ne", Unboxed(copy));
   AppendDoc(filter.mut(), rule_.into, ne);
   BackendCommand find;

@@ -34,7 +34,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from bson import json_util
+from bson import Decimal128, Int64, json_util
 from pymongo import ReturnDocument
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
@@ -408,3 +408,39 @@ def test_reconcile_synced_copies(ref_env, tmp_path):
     fixed = reconcile("--rule", "orders", "--fix")
     assert fixed.returncode == 0 and fixed.stdout.count("=> fixed") == 3, fixed.stdout
     assert_synced(env, "after reconcile --fix")
+
+
+def test_a_decimal_reference_stays_without_a_copy_when_the_customer_changes(tmp_path, private_remold, make_client,
+                                                                            direct_client, db_name):
+    """A Decimal128 reference equal to an integer _id names no customer (as
+    the README says: the insert gives it a null copy), and the customer's
+    update must not give it one either: the backend's equality matches 1
+    with Decimal128("1"), the sync's filter says which kind it follows
+    (issue 28; remold reconcile reported such an order as drift)."""
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    (rules_dir / "orders.yaml").write_text(
+        f"namespace: {db_name}.orders\npattern: extended_reference\nextended_reference:\n"
+        "  reference: custId\n  referenced: customers\n  into: customer\n  fields: [name]\n"
+        "  mode: synced\n  missing: null\n")
+    remold = private_remold(extra_args=("--rules", str(rules_dir)))
+    db, direct = make_client(remold.uri)[db_name], direct_client[db_name]
+    try:
+        db.customers.insert_one({"_id": 1, "name": "Ann"})
+        db.orders.insert_many([{"_id": "dec", "custId": Decimal128("1")}, {"_id": "int", "custId": 1},
+                               {"_id": "long", "custId": Int64(1)}, {"_id": "double", "custId": 1.0}])
+        before = {d["_id"]: d.get("customer") for d in direct.orders.find()}
+        assert before == {"dec": None, "int": {"_id": 1, "name": "Ann"}, "long": {"_id": 1, "name": "Ann"},
+                          "double": {"_id": 1, "name": "Ann"}}, before
+        db.customers.update_one({"_id": 1}, {"$set": {"name": "Bea"}})
+        after = {d["_id"]: d.get("customer") for d in direct.orders.find()}
+        assert after == {"dec": None, "int": {"_id": 1, "name": "Bea"}, "long": {"_id": 1, "name": "Bea"},
+                         "double": {"_id": 1, "name": "Bea"}}, after
+        # A customer whose _id is a Decimal128 is followed by Decimal128 references only.
+        db.customers.insert_one({"_id": Decimal128("2"), "name": "Cy"})
+        db.orders.insert_many([{"_id": "dec2", "custId": Decimal128("2")}, {"_id": "int2", "custId": 2}])
+        db.customers.update_one({"_id": Decimal128("2")}, {"$set": {"name": "Di"}})
+        copies = {d["_id"]: d.get("customer") for d in direct.orders.find({"_id": {"$in": ["dec2", "int2"]}})}
+        assert copies == {"dec2": {"_id": Decimal128("2"), "name": "Di"}, "int2": None}, copies
+    finally:
+        direct_client.drop_database(db_name)
