@@ -8,6 +8,8 @@
 // checked for every entry, so a pattern left half-added fails to compile.
 #pragma once
 
+#include <algorithm>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -28,6 +30,15 @@ using PatternRule =
 // The name of `rule`'s pattern: "bucket", "attribute", ...
 inline std::string_view PatternName(const PatternRule& rule) {
   return std::visit([](const auto& p) { return p.kName; }, rule);
+}
+
+// A pattern's name in a sentence, with its article: "a bucket rule", "an
+// extended reference rule" (for kName "extended_reference").
+inline std::string ARuleOf(std::string_view pattern) {
+  std::string words(pattern);
+  std::replace(words.begin(), words.end(), '_', ' ');
+  const bool vowel = !words.empty() && std::string_view("aeiou").find(words[0]) != std::string_view::npos;
+  return (vowel ? "an " : "a ") + words + " rule";
 }
 
 // Calls fn.template operator()<R>() for each pattern's rule type R, in the

@@ -139,7 +139,11 @@ std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
   std::vector<PatternRule> layers;
   for (const std::string& pattern : patterns) {
     std::optional<PatternRule> layer = ParseSection(ctx, root, pattern, logical);
-    if (layer) layers.push_back(std::move(*layer));
+    if (!layer) continue;
+    // A pattern rule that names its rule in its messages (rule_name) gets
+    // the file's stem, as Rule::name.
+    std::visit([&](auto& p) { if constexpr (requires { p.rule_name; }) p.rule_name = rule.name; }, *layer);
+    layers.push_back(std::move(*layer));
   }
   for (const auto& entry : root) {
     std::string key = entry.first.Scalar();

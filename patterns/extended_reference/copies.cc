@@ -111,9 +111,8 @@ std::string ValueText(const bson_iter_t& value) {
 
 Refusal MissingReference(const ExtendedReferenceRule& rule, const bson_iter_t& reference) {
   return {error_codes::kDocumentValidationFailure,
-          "'" + rule.reference + "' refers to " + ValueText(reference) + ", which is not in " +
-              rule.referenced.full() + " (extended reference rule for " + rule.logical.full() +
-              ", missing: error)"};
+          rule.Who() + ": '" + rule.reference + "' refers to " + ValueText(reference) + ", which is not in " +
+              rule.referenced.full() + " (missing: error)"};
 }
 
 std::string SyncLine(const ExtendedReferenceRule& rule) {

@@ -121,14 +121,14 @@ class ReferencingSource final : public SourceRule {
 
 Refusal WritesTheCopy(const ExtendedReferenceRule& rule) {
   return {error_codes::kImmutableField,
-          "'" + rule.into + "' is copied by remold from " + rule.referenced.full() + " (the document '" +
-              rule.reference + "' refers to); it cannot be written (extended reference rule for " +
-              rule.logical.full() + ")"};
+          rule.Who() + ": '" + rule.into + "' is copied by remold from " + rule.referenced.full() +
+              " (the document '" + rule.reference + "' refers to); it cannot be written"};
 }
 
 Refusal NotOneReference(const ExtendedReferenceRule& rule) {
-  return {error_codes::kBadValue, "'" + rule.reference + "' is an array; an extended reference names one document of " +
-                                      rule.referenced.full() + " (rule for " + rule.logical.full() + ")"};
+  return {error_codes::kBadValue, rule.Who() + ": '" + rule.reference +
+                                      "' is an array; an extended reference names one document of " +
+                                      rule.referenced.full()};
 }
 
 // `doc` with `into` set to `copy` ({v: copy}; nullopt: without `into`), in
@@ -218,9 +218,9 @@ std::optional<Refusal> UpsertFilterProblem(const ExtendedReferenceRule& rule, co
       if (FirstComponent(key) == rule.into) problem = WritesTheCopy(rule);
       else if (FirstComponent(key) == rule.reference && key != rule.reference)
         problem = Refusal{error_codes::kInvalidOptions,
-                          "an upsert into " + rule.logical.full() + " whose filter names '" + std::string(key) +
+                          rule.Who() + ": an upsert whose filter names '" + std::string(key) +
                               "' would insert a reference remold cannot copy; name '" + rule.reference +
-                              "' itself (extended reference rule)"};
+                              "' itself"};
     }
   });
   return problem;
@@ -256,8 +256,8 @@ std::optional<Refusal> Classify(const ExtendedReferenceRule& rule, const bson_t*
   const std::string& ref = rule.reference;
   if (update.pipeline)
     return Refusal{error_codes::kInvalidOptions,
-                   "pipeline updates of " + rule.logical.full() + " (an extended reference rule) are not supported: "
-                   "they may change '" + ref + "' or '" + rule.into + "'; use update operators or a replacement"};
+                   rule.Who() + ": pipeline updates are not supported: they may change '" + ref + "' or '" +
+                       rule.into + "'; use update operators or a replacement"};
   if (update.is_replacement()) {
     if (auto v = Find(update.u.get(), ref)) {
       if (BSON_ITER_HOLDS_ARRAY(&*v)) return NotOneReference(rule);
@@ -291,8 +291,8 @@ std::optional<Refusal> Classify(const ExtendedReferenceRule& rule, const bson_t*
           needs.unset = true;
         } else {
           return Refusal{error_codes::kInvalidOptions,
-                         name + " of '" + path + "' on " + rule.logical.full() +
-                             " (an extended reference rule) is not supported: remold copies the document '" + ref +
+                         rule.Who() + ": " + name + " of '" + path +
+                             "' is not supported: remold copies the document '" + ref +
                              "' refers to when it is set; use $set or $unset of '" + ref + "'"};
         }
       }

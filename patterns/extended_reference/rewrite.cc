@@ -82,7 +82,7 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& base, con
     // The referenced collection (synced: the rule watches it).
     if (name == "drop")
       return FollowedDrop(command, rule.referenced,
-                          "extended reference rule '" + base.name + "' for " + rule.logical.full() + ": drop of " +
+                          rule.Who() + ": drop of " +
                               rule.referenced.full() + " while it has documents is not supported: the copies in " +
                               rule.logical.full() + "." + rule.into +
                               " would keep them. Delete the documents first (deleteMany({}) is synced), then drop");

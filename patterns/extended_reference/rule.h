@@ -38,6 +38,11 @@ struct ExtendedReferenceRule {
   std::vector<std::string> fields;  // copied from the referenced document
   Mode mode = Mode::kFrozen;
   Missing missing = Missing::kError;
+  std::string rule_name;    // the rule file's stem (set by the loader), for messages
+
+  // "extended reference rule 'orders' for shop.orders": how every message
+  // of the rule names it, as the other patterns' do.
+  std::string Who() const { return "extended reference rule '" + rule_name + "' for " + logical.full(); }
 
   static constexpr std::string_view kName = "extended_reference";
   // Parses the rule file's `extended_reference:` section (see rule.cc).

@@ -118,7 +118,7 @@ DocumentConverter ConverterFor(const Rule& rule, const R& pattern, MigrationDire
                                std::string& note) {
   const std::string source_filter = DocumentsToMigrate(pattern, direction);
   if (source_filter.empty())
-    throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) + " rule, whose documents " +
+    throw UsageError("rule '" + rule.name + "' is " + ARuleOf(R::kName) + ", whose documents " +
                      "only move forward: there is no form to migrate them back to");
   const std::optional<MigrationDirection> stored = MigratingTo(pattern);
   const bool to_flat = direction == MigrationDirection::kToFlat;
@@ -163,8 +163,8 @@ DocumentConverter::Convert ThroughLayer(const PatternRule& lower, DocumentConver
             return MigratedDocument(below, converted->get(), stores, why);
           };
         } else {
-          throw UsageError("the layer under it is a " + std::string(L::kName) +
-                           " rule, whose documents remold migrate cannot read one by one");
+          throw UsageError("the layer under it is " + ARuleOf(L::kName) +
+                           ", whose documents remold migrate cannot read one by one");
         }
       },
       lower);
@@ -192,8 +192,8 @@ int MigrateRule(const MigrationRequest& request) {
           if (request.stored_by) converter.convert = ThroughLayer(*request.stored_by, std::move(converter.convert));
           return MigrateDocuments(request, converter, note);
         } else {
-          throw UsageError("rule '" + rule.name + "' is a " + std::string(R::kName) +
-                           " rule; remold migrate migrates the rules of these patterns only: " +
+          throw UsageError("rule '" + rule.name + "' is " + ARuleOf(R::kName) +
+                           "; remold migrate migrates the rules of these patterns only: " +
                            MigratablePatterns() + ". For this rule: " + pattern.OnAddition());
         }
       },

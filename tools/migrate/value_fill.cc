@@ -27,13 +27,13 @@ int FillValues(const MigrationRequest& request, std::string_view pattern, bool f
   std::ostream& out = request.out;
   const bool dry_run = request.pass.dry_run;
   if (!request.to_rule())
-    throw UsageError("rule '" + rule.name + "' is a " + std::string(pattern) +
-                     " rule: its form moves no document (the values it maintains are fields of their "
+    throw UsageError("rule '" + rule.name + "' is " + ARuleOf(pattern) +
+                     ": its form moves no document (the values it maintains are fields of their "
                      "documents); retired, they stay as they are, no longer maintained. There is nothing to "
                      "migrate back");
   if (request.throttled)
-    throw UsageError("--batch and --max-rate apply to rules that move documents; rule '" + rule.name + "' is a " +
-                     std::string(pattern) + " rule, whose values are filled by the passes of `remold reconcile --fix`");
+    throw UsageError("--batch and --max-rate apply to rules that move documents; rule '" + rule.name + "' is " +
+                     ARuleOf(pattern) + ", whose values are filled by the passes of `remold reconcile --fix`");
   out << "migrate: rule " << rule.name << " (" << pattern << ", " << rule.logical().full()
       << "): filling the values it maintains" << (dry_run ? " (dry run: nothing is written)" : "") << "\n";
   if (!fills_on_write)

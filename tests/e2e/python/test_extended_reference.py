@@ -40,6 +40,7 @@ from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
 from concurrent_clients import report, run_clients
 from conftest import require_binary
+from test_rules import run_remold
 
 SCALE = float(os.environ.get("REMOLD_TEST_REFERENCE_SCALE", "1"))
 ORDER_OPS = max(200, int(5_000 * SCALE))
@@ -336,6 +337,10 @@ def test_references_copies_and_refusals(ref_env):
         db.orders.insert_one({"customerId": "c00", "customer": {"_id": "c00", "name": "forged"}})
     assert forged.value.code == IMMUTABLE_FIELD
     assert direct.orders.find_one({"_id": "o1"})["customer"]["v"] == 7
+    # Every refusal names its rule as the other patterns' do (issue 28).
+    who = f"extended reference rule 'orders' for {env.name}.orders: "
+    for refusal in (refused, copy_written, renamed, forged):
+        assert who in str(refusal.value), str(refusal.value)
 
     # A customer deleted through remold: its orders' copies become null.
     db.customers.delete_one({"_id": "c00"})
@@ -411,7 +416,7 @@ def test_reconcile_synced_copies(ref_env, tmp_path):
 
 
 def test_a_decimal_reference_stays_without_a_copy_when_the_customer_changes(tmp_path, private_remold, make_client,
-                                                                            direct_client, db_name):
+                                                                            backend, direct_client, db_name):
     """A Decimal128 reference equal to an integer _id names no customer (as
     the README says: the insert gives it a null copy), and the customer's
     update must not give it one either: the backend's equality matches 1
@@ -442,5 +447,9 @@ def test_a_decimal_reference_stays_without_a_copy_when_the_customer_changes(tmp_
         db.customers.update_one({"_id": Decimal128("2")}, {"$set": {"name": "Di"}})
         copies = {d["_id"]: d.get("customer") for d in direct.orders.find({"_id": {"$in": ["dec2", "int2"]}})}
         assert copies == {"dec2": {"_id": Decimal128("2"), "name": "Di"}, "int2": None}, copies
+        # The pattern in prose, as every message names it (issue 28: "is a extended_reference rule").
+        back = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules_dir), "--rule", "orders",
+                          "--to", "flat")
+        assert back.returncode == 2 and "rule 'orders' is an extended reference rule" in back.stderr, back.stderr
     finally:
         direct_client.drop_database(db_name)

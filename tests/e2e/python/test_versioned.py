@@ -472,7 +472,8 @@ def test_versioned_refusals_and_migrate_back(private_remold, backend, direct_cli
                                                "schemaVersion": 3}
         back = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "users",
                           "--to", "flat")
-        assert back.returncode == 2 and "only move forward" in back.stderr, back.stderr
+        assert back.returncode == 2 and "rule 'users' is a versioned rule, whose documents only move forward" \
+            in back.stderr, back.stderr
         check = run_remold("check", str(rules))
         assert "versions 1..3 in 'schemaVersion', write-back" in check.stdout, check.stdout
     finally:
