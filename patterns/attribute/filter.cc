@@ -256,6 +256,7 @@ FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* fi
   Rewriter rewriter(rule);
   out.filter = JoinClauses(rewriter.Rewrite(filter));
   out.error = rewriter.error;
+  if (out.error) out.code = error_codes::kInvalidOptions;  // the only way a rewrite fails
   if (out.error || !rule.migrating) return out;
   const Doc original = Doc::FromBson(filter);
   if (out.filter == original) return out;

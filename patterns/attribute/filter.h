@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/doc.h"
+#include "common/error_code.h"
 #include "rules/rule.h"
 
 namespace remold {
@@ -29,6 +30,10 @@ namespace remold {
 struct FilterRewrite {
   Doc filter;
   std::optional<std::string> error;  // set when the filter cannot be rewritten exactly
+  // The refusal's code with `error`: InvalidOptions for an operator the
+  // rule does not support ($where, $expr, $jsonSchema), BadValue for a
+  // value it cannot store.
+  ErrorCode code = error_codes::kBadValue;
 };
 
 FilterRewrite RewriteAttributeFilter(const AttributeRule& rule, const bson_t* filter);

@@ -60,11 +60,11 @@ class AttributeRewriter {
   }
 
   // Rewrites the filter under `key` of `doc` into `out` (or refuses).
-  std::optional<std::string> Filter(const bson_t* doc, const char* key, Doc& out) const {
+  std::optional<Refusal> Filter(const bson_t* doc, const char* key, Doc& out) const {
     std::optional<Doc> filter = FindDocument(doc, key);
     if (!filter) return std::nullopt;
     FilterRewrite rewritten = RewriteAttributeFilter(a_, filter->get());
-    if (rewritten.error) return rewritten.error;
+    if (rewritten.error) return Refusal{rewritten.code, *rewritten.error};
     out = std::move(rewritten.filter);
     return std::nullopt;
   }
@@ -183,7 +183,7 @@ class AttributeRewriter {
   Plan FindCommand() const {
     const bson_t* body = command_.body.get();
     Doc filter;
-    if (auto error = Filter(body, "filter", filter)) return Refuse(error_codes::kBadValue, *error);
+    if (auto error = Filter(body, "filter", filter)) return Refuse(error->code, error->message);
     std::optional<Doc> sort = FindDocument(body, "sort");
     std::optional<Doc> projection = FindDocument(body, "projection");
     const bool needs_flat = MentionsAttribute(sort) || MentionsAttribute(projection);
@@ -241,7 +241,7 @@ class AttributeRewriter {
       std::optional<Doc> match = FindDocument(stages[i].get(), "$match");
       if (!match) break;
       FilterRewrite rewritten = RewriteAttributeFilter(a_, match->get());
-      if (rewritten.error) return Refuse(error_codes::kBadValue, *rewritten.error);
+      if (rewritten.error) return Refuse(rewritten.code, *rewritten.error);
       pipeline.push_back(Stage("$match", rewritten.filter));
     }
     for (Doc& stage : ViewStages(a_)) pipeline.push_back(std::move(stage));
@@ -251,15 +251,14 @@ class AttributeRewriter {
 
   Plan Count() const {
     Doc query;
-    if (auto error = Filter(command_.body.get(), "query", query))
-      return Refuse(error_codes::kBadValue, *error);
+    if (auto error = Filter(command_.body.get(), "query", query)) return Refuse(error->code, error->message);
     return Passed(Rebuilt({{"query", query}}));
   }
 
   Plan Distinct() const {
     const bson_t* body = command_.body.get();
     Doc query;
-    if (auto error = Filter(body, "query", query)) return Refuse(error_codes::kBadValue, *error);
+    if (auto error = Filter(body, "query", query)) return Refuse(error->code, error->message);
     std::optional<std::string> key = FindString(body, "key");
     if (!key || !a_.IsAttribute(FirstComponent(*key))) return Passed(Rebuilt({{"query", query}}));
     // distinct of an attribute: its pairs' values, arrays looked into.
@@ -308,7 +307,7 @@ class AttributeRewriter {
     std::vector<Doc> statements;
     for (const Doc& statement : ArrayDocuments(*deletes)) {
       Doc q;
-      if (auto error = Filter(statement.get(), "q", q)) return Refuse(error_codes::kBadValue, *error);
+      if (auto error = Filter(statement.get(), "q", q)) return Refuse(error->code, error->message);
       statements.push_back(OneDocumentDelete(command_, statement, Replaced(statement, "q", q)));
     }
     return Passed(Rebuilt({}, {{"deletes", statements}}));
@@ -358,7 +357,7 @@ class AttributeRewriter {
     for (size_t i = 0; i < statements.size(); ++i) {
       const Doc& statement = statements[i];
       Doc q;
-      if (auto error = Filter(statement.get(), "q", q)) return Refuse(error_codes::kBadValue, *error);
+      if (auto error = Filter(statement.get(), "q", q)) return Refuse(error->code, error->message);
       Doc out = Replaced(statement, "q", q);
       auto u = ::remold::Find(statement.get(), "u");
       if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
@@ -425,7 +424,7 @@ class AttributeRewriter {
     AttributeRule pairs_only = a_;
     pairs_only.migrating.reset();
     FilterRewrite in_pairs = RewriteAttributeFilter(pairs_only, client_filter.get());
-    if (in_pairs.error) return Refuse(error_codes::kBadValue, *in_pairs.error);
+    if (in_pairs.error) return Refuse(in_pairs.code, *in_pairs.error);
     const Doc stored_in_pairs = InStoredForm(a_, true, in_pairs.filter);
     const Doc flat_only = InStoredForm(a_, false, client_filter);
     Plan update = Passed(Rebuilt({}, {{"updates", {Replaced(statement, "q", flat_only)}}}));
@@ -479,7 +478,7 @@ class AttributeRewriter {
   Plan FindAndModify() const {
     const bson_t* body = command_.body.get();
     Doc query;
-    if (auto error = Filter(body, "query", query)) return Refuse(error_codes::kBadValue, *error);
+    if (auto error = Filter(body, "query", query)) return Refuse(error->code, error->message);
     if (MentionsAttribute(FindDocument(body, "sort")) || MentionsAttribute(FindDocument(body, "fields")))
       return Refuse(error_codes::kInvalidOptions,
                     "findAndModify with a sort or projection on attributes is not supported");
