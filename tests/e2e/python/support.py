@@ -4,6 +4,7 @@
 - ``run_explain``: the backend commands ``remold explain`` prints.
 - ``assert_request_survives_sigterm``: SIGTERM between a request's first
   bytes and the rest.
+- ``projection_keeps_document_order``: a probe of the backend.
 """
 from __future__ import annotations
 
@@ -84,3 +85,16 @@ def assert_request_survives_sigterm(remold: Remold, send_first: Callable[[], Non
     rc = remold.terminate()
     assert rc == 0, f"remold exited {rc}; stderr:\n{remold.stderr()}"
     return reply
+
+
+def projection_keeps_document_order(db) -> bool:
+    """Whether the backend returns an inclusion projection's fields in the
+    document's own order, as MongoDB does (mongo-java-server returns them
+    in the projection's: docs/backends.md)."""
+    probe = db["remold_probe_projection_order"]
+    probe.drop()
+    probe.insert_one({"_id": 1, "b": 1, "a": 1})
+    try:
+        return list(probe.find_one({"_id": 1}, {"a": 1, "b": 1})) == ["_id", "b", "a"]
+    finally:
+        probe.drop()

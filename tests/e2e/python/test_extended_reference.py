@@ -40,6 +40,7 @@ from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
 from concurrent_clients import report, run_clients
 from conftest import require_binary
+from support import projection_keeps_document_order
 from test_rules import run_remold
 
 SCALE = float(os.environ.get("REMOLD_TEST_REFERENCE_SCALE", "1"))
@@ -451,5 +452,39 @@ def test_a_decimal_reference_stays_without_a_copy_when_the_customer_changes(tmp_
         back = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules_dir), "--rule", "orders",
                           "--to", "flat")
         assert back.returncode == 2 and "rule 'orders' is an extended reference rule" in back.stderr, back.stderr
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def test_the_copy_keeps_the_customer_s_field_order(tmp_path, private_remold, make_client, direct_client, db_name):
+    """The copy's fields come in the customer's own order, not the rule's
+    `fields` order (README; issue 28 found {_id, name, city} for a customer
+    {_id, city, name}), on insert, on the sync after an update and after a
+    replacement. remold reads the customer with a projection, which MongoDB
+    and DocumentDB return in the document's order; mongo-java-server
+    returns it in the projection's (docs/backends.md): skipped there."""
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    (rules_dir / "orders.yaml").write_text(
+        f"namespace: {db_name}.orders\npattern: extended_reference\nextended_reference:\n"
+        "  reference: custId\n  referenced: customers\n  into: customer\n  fields: [name, city]\n"
+        "  mode: synced\n  missing: null\n")
+    remold = private_remold(extra_args=("--rules", str(rules_dir)))
+    db, direct = make_client(remold.uri)[db_name], direct_client[db_name]
+    if not projection_keeps_document_order(direct):
+        pytest.skip("the backend returns a projection in its own field order (mongo-java-server)")
+
+    def customer_order() -> list[str]:
+        return [f for f in direct.customers.find_one({"_id": 1}) if f in ("_id", "name", "city")]
+
+    try:
+        db.customers.insert_one({"_id": 1, "city": "Oslo", "name": "Ann"})
+        db.orders.insert_one({"_id": 1, "custId": 1})
+        assert list(direct.orders.find_one()["customer"]) == customer_order() == ["_id", "city", "name"], "insert"
+        db.customers.update_one({"_id": 1}, {"$set": {"name": "Bea"}})
+        assert list(direct.orders.find_one()["customer"]) == customer_order(), "sync after an update"
+        db.customers.replace_one({"_id": 1}, {"name": "Cy", "city": "Rome"})
+        assert list(direct.orders.find_one()["customer"]) == customer_order() == ["_id", "name", "city"], \
+            "sync after a replacement"
     finally:
         direct_client.drop_database(db_name)
