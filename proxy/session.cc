@@ -156,7 +156,16 @@ std::optional<wire::WireError> Session::Admit(wire::Request& request) {
   metrics_->CountRequest(request.command);
   rule_metrics_ = nullptr;
   request_failed_ = false;
+  rule_error_counted_ = false;
   return std::nullopt;
+}
+
+void Session::NoteRequestFailed() {
+  request_failed_ = true;
+  if (rule_metrics_ && !rule_error_counted_) {
+    rule_metrics_->errors.Add();
+    rule_error_counted_ = true;
+  }
 }
 
 void Session::LogSlowOperation(const wire::Request& request,
@@ -276,7 +285,7 @@ Session::ReplyVerdict Session::CheckReply(const wire::Request& request, bool may
     links_.ReportFormerPrimary();
     return ReplyVerdict::kClose;
   }
-  if (GlobalMetrics().CountScannedReplyErrors(errors)) request_failed_ = true;
+  if (GlobalMetrics().CountScannedReplyErrors(errors)) NoteRequestFailed();
   if (route_) links_.NoteReply(*route_, OpMsgBody(reply_), errors);
   return ReplyVerdict::kRelay;
 }
@@ -318,7 +327,7 @@ awaitable<bool> Session::ReplyWithError(const wire::Request& request,
       wire::EncodeErrorReply(error, request.header.request_id, op_code, next_reply_id_++);
   if (request.compressor) reply = wire::CompressMessage(reply, *request.compressor);
   GlobalMetrics().CountError(error.code.value);
-  request_failed_ = true;
+  NoteRequestFailed();
   co_return co_await WriteToClient(reply);
 }
 
@@ -483,7 +492,7 @@ awaitable<bool> Session::SendReply(const wire::Request& request, const Doc& repl
   std::vector<uint8_t> message = wire::EncodeOpMsg(next_reply_id_++, request.header.request_id, 0,
                                                    reply.bytes());
   if (request.compressor) message = wire::CompressMessage(message, *request.compressor);
-  if (GlobalMetrics().CountReplyErrors(reply.bytes())) request_failed_ = true;
+  if (GlobalMetrics().CountReplyErrors(reply.bytes())) NoteRequestFailed();
   co_return co_await WriteToClient(message);
 }
 
@@ -493,7 +502,7 @@ awaitable<bool> Session::ExecutePlan(const wire::Request& request, Plan& plan) {
   const Clock::time_point started = Clock::now();
   const bool kept = co_await RunPlan(request, plan);
   rule_metrics_->seconds.Observe(Clock::now() - started);
-  if (!kept || request_failed_) rule_metrics_->errors.Add();
+  if (!kept) NoteRequestFailed();  // (a failure the reply showed is counted already)
   co_return kept;
 }
 
@@ -514,7 +523,7 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
   if (!shaped) co_return false;
   if (!shaped->warnings.empty()) {
     // The details quote backend errors and values of documents: only at debug.
-    request_failed_ = true;
+    NoteRequestFailed();
     spdlog::warn("session {}: rule {}: {} follow-up(s) failed after the client's {}; run `remold "
                  "reconcile` to repair them (details at log level debug)",
                  id_, rule, shaped->warnings.size(), request.command);

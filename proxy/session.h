@@ -166,6 +166,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::chrono::steady_clock::time_point forwarded_at_;  // request sent to the backend
   RuleMetrics* rule_metrics_ = nullptr;                  // the rule that rewrote it
   bool request_failed_ = false;  // the client got a command error, or a follow-up failed
+  bool rule_error_counted_ = false;  // rule_metrics_->errors has this request
+  // request_failed_, and the rule's error counted at once: before the reply
+  // is written, so a client that reads the metrics after it sees it.
+  void NoteRequestFailed();
 };
 
 }  // namespace remold

@@ -12,6 +12,7 @@
 #include "rewrite/distinct_reply.h"
 #include "rewrite/find_as_aggregate.h"
 #include "rewrite/one_document_delete.h"
+#include "rewrite/refused_statements.h"
 #include "rewrite/plan.h"
 
 namespace remold {
@@ -44,11 +45,11 @@ class AttributeRewriter {
   }
 
  private:
-  Plan Refuse(ErrorCode code, const std::string& what) const {
-    return ImmediateReply(ErrorReply(code,
-                                     "attribute rule '" + rule_.name + "' for " +
-                                         a_.logical.full() + ": " + what));
+  Refusal Named(ErrorCode code, const std::string& what) const {
+    return {code, "attribute rule '" + rule_.name + "' for " + a_.logical.full() + ": " + what};
   }
+
+  Plan Refuse(ErrorCode code, const std::string& what) const { return ImmediateReply(ErrorReply(Named(code, what))); }
 
   // Why a document the client writes cannot be stored (it names the pair
   // array: its pairs would be read back unfolded, not as the array it
@@ -329,12 +330,19 @@ class AttributeRewriter {
     if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents))
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
     std::vector<Doc> folded;
-    for (const Doc& doc : ArrayDocuments(*documents)) {
-      if (auto reserved = NamesThePairArray(doc.get(), "a document")) return Refuse(error_codes::kBadValue, *reserved);
+    std::vector<StatementRefusal> refused;  // each document refused on its own (refused_statements.h)
+    const std::vector<Doc> documents_sent = ArrayDocuments(*documents);
+    for (size_t i = 0; i < documents_sent.size(); ++i) {
+      const bson_t* doc = documents_sent[i].get();
       std::string error;
-      folded.push_back(FoldAttributes(a_, doc.get(), &error));
-      if (!error.empty()) return Refuse(error_codes::kBadValue, error);
+      if (auto reserved = NamesThePairArray(doc, "a document")) error = *reserved;
+      else folded.push_back(FoldAttributes(a_, doc, &error));
+      if (!error.empty()) refused.push_back({i, Named(error_codes::kBadValue, error)});
     }
+    if (!refused.empty())
+      return WithRefusedStatements(command_, "documents", std::move(refused), [this](const Command& rest) {
+        return AttributeRewriter(rest, rule_, a_).Insert();
+      });
     Plan plan = Passed(Rebuilt({}));
     // The documents travel as a document sequence, like the client's.
     Doc body;
@@ -354,20 +362,29 @@ class AttributeRewriter {
     std::optional<size_t> attribute_statement;
     Doc fixed_ops;
     std::vector<AttributeOp> ops;
+    std::vector<StatementRefusal> refused;  // each statement refused on its own (refused_statements.h)
+    auto refuse = [&](size_t i, ErrorCode code, const std::string& what) { refused.push_back({i, Named(code, what)}); };
     for (size_t i = 0; i < statements.size(); ++i) {
       const Doc& statement = statements[i];
       Doc q;
-      if (auto error = Filter(statement.get(), "q", q)) return Refuse(error->code, error->message);
+      if (auto error = Filter(statement.get(), "q", q)) {
+        refuse(i, error->code, error->message);
+        continue;
+      }
       Doc out = Replaced(statement, "q", q);
       auto u = ::remold::Find(statement.get(), "u");
       if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
-      if (BSON_ITER_HOLDS_ARRAY(&*u))
-        return Refuse(error_codes::kInvalidOptions,
-                      "pipeline updates are not supported on an attribute collection");
+      if (BSON_ITER_HOLDS_ARRAY(&*u)) {
+        refuse(i, error_codes::kInvalidOptions, "pipeline updates are not supported on an attribute collection");
+        continue;
+      }
       std::optional<Doc> u_doc = FindDocument(statement.get(), "u");
-      if (!IsOperatorUpdate(*u_doc))
-        if (auto reserved = NamesThePairArray(u_doc->get(), "a replacement"))
-          return Refuse(error_codes::kBadValue, *reserved);
+      if (!IsOperatorUpdate(*u_doc)) {
+        if (auto reserved = NamesThePairArray(u_doc->get(), "a replacement")) {
+          refuse(i, error_codes::kBadValue, *reserved);
+          continue;
+        }
+      }
       if (!IsOperatorUpdate(*u_doc) && a_.StoresFlat()) {  // stored as written
         rewritten.push_back(std::move(out));
         continue;
@@ -375,22 +392,27 @@ class AttributeRewriter {
       if (!IsOperatorUpdate(*u_doc)) {  // a replacement: fold it (an upsert inserts it as is)
         std::string error;
         Doc folded = FoldAttributes(a_, u_doc->get(), &error);
-        if (!error.empty()) return Refuse(error_codes::kBadValue, error);
+        if (!error.empty()) {
+          refuse(i, error_codes::kBadValue, error);
+          continue;
+        }
         rewritten.push_back(Replaced(out, "u", folded));
         continue;
       }
       // An upsert seeds the new document from the filter's equalities, which
       // are $elemMatch clauses here: the attributes would not get in.
-      if (FindBool(statement.get(), "upsert").value_or(false) && MentionsAttributeDeep(statement, "q"))
-        return Refuse(error_codes::kInvalidOptions,
-                      "upsert with a filter on attributes is not supported (the inserted document "
-                      "would not get them)");
+      if (FindBool(statement.get(), "upsert").value_or(false) && MentionsAttributeDeep(statement, "q")) {
+        refuse(i, error_codes::kInvalidOptions,
+               "upsert with a filter on attributes is not supported (the inserted document would not get them)");
+        continue;
+      }
       Doc fixed;
       std::vector<AttributeOp> statement_ops;
       if (auto refusal = SplitAttributeUpdate(a_, *u_doc, fixed, statement_ops)) {
-        if (refusal->code == error_codes::kTypeMismatch)
-          return StatementWriteError(i, refusal->code, refusal->message);
-        return Refuse(refusal->code, refusal->message);
+        if (refusal->code == error_codes::kTypeMismatch && statements.size() == 1)
+          return StatementWriteError(i, refusal->code, refusal->message);  // as mongod words it
+        refuse(i, refusal->code, refusal->message);
+        continue;
       }
       if (statement_ops.empty()) {
         rewritten.push_back(std::move(out));
@@ -400,13 +422,18 @@ class AttributeRewriter {
         return Refuse(error_codes::kInvalidOptions,
                       "an update batch with several statements cannot change attributes; send "
                       "attribute updates one statement per command");
-      if (FindBool(statement.get(), "upsert").value_or(false))
-        return Refuse(error_codes::kInvalidOptions,
-                      "upsert with attribute update operators is not supported");
+      if (FindBool(statement.get(), "upsert").value_or(false)) {
+        refuse(i, error_codes::kInvalidOptions, "upsert with attribute update operators is not supported");
+        continue;
+      }
       attribute_statement = i;
       fixed_ops = std::move(fixed);
       ops = std::move(statement_ops);
     }
+    if (!refused.empty())
+      return WithRefusedStatements(command_, "updates", std::move(refused), [this](const Command& rest) {
+        return AttributeRewriter(rest, rule_, a_).Update();
+      });
     if (!attribute_statement) {
       Plan plan = Passed(Rebuilt({}, {{"updates", rewritten}}));
       return plan;

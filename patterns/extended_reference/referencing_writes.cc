@@ -8,6 +8,7 @@
 #include "patterns/source_writes/source_write.h"
 #include "patterns/source_writes/update_apply.h"
 #include "rewrite/command_queue.h"
+#include "rewrite/refused_statements.h"
 
 namespace remold {
 namespace {
@@ -495,16 +496,22 @@ std::optional<Plan> ReferencingUpdate(const Command& command, const ExtendedRefe
   std::vector<Doc> refs;
   std::set<std::string> seen;
   bool any = false;
+  std::vector<StatementRefusal> refused;  // each statement refused on its own (refused_statements.h)
   for (size_t i = 0; i < statements.size(); ++i) {
     auto u = Find(statements[i].get(), "u");
     if (!u) return std::nullopt;
     Doc q = FindDocument(statements[i].get(), "q").value_or(Doc());
     const bool upsert = FindBool(statements[i].get(), "upsert").value_or(false);
-    if (auto refusal = Classify(rule, q.get(), ClientUpdateOf(*u), upsert, (*needs)[i]))
-      return ImmediateReply(ErrorReply(*refusal));
+    if (auto refusal = Classify(rule, q.get(), ClientUpdateOf(*u), upsert, (*needs)[i])) {
+      refused.push_back({i, *refusal});
+      continue;
+    }
     any = any || (*needs)[i].any() || (*needs)[i].own_copy;
     CollectReferences((*needs)[i], refs, seen);
   }
+  if (!refused.empty())
+    return WithRefusedStatements(command, "updates", std::move(refused),
+                                 [&rule](const Command& rest) { return ReferencingUpdate(rest, rule); });
   if (!any) return std::nullopt;
   auto state = std::make_shared<ReferencingWrite>(rule, command);
   const Command client = command;

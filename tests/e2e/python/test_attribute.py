@@ -1394,3 +1394,37 @@ def test_index_on_an_attribute_is_served_by_the_pair_index(attr_env):
     assert products.create_index("name") == "name_1"
     stored = {ix["name"] for ix in attr_env.direct.products.list_indexes()}
     assert "name_1" in stored
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_refused_statement_in_a_bulk_write_is_a_write_error(attr_env, ordered):
+    """A statement remold refuses inside a bulk write fails alone, as a
+    statement mongod rejects does (issue 28): drivers raise BulkWriteError
+    with the statement's index and the refusal's code, and learn what was
+    applied. Ordered: the statements before it ran, none after; unordered:
+    every other statement ran."""
+    from pymongo import InsertOne, UpdateOne
+    products = attr_env.db.products
+    products.insert_many([dict(p) for p in FOUR_PRODUCTS])
+    requests = [UpdateOne({"_id": 1}, {"$set": {"price": 10}}),
+                UpdateOne({"_id": 2}, [{"$set": {"price": 20}}]),          # a pipeline update: refused (72)
+                UpdateOne({"_id": 3}, {"$set": {"price": 30}})]
+    with pytest.raises(BulkWriteError) as failed:
+        products.bulk_write(requests, ordered=ordered)
+    details = failed.value.details
+    assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(1, 72)], details
+    assert "attribute rule" in details["writeErrors"][0]["errmsg"]
+    assert details["nMatched"] == (1 if ordered else 2), details
+    prices = {d["_id"]: d.get("price") for d in attr_env.direct.products.find()}
+    assert prices == {1: 10, 2: None, 3: None if ordered else 30, 4: None}, prices
+
+    # Inserts the same way: a document naming the pair array is refused alone.
+    inserts = [InsertOne({"_id": 10, "name": "a"}), InsertOne({"_id": 11, "name": "b", "specs": []}),
+               InsertOne({"_id": 12, "name": "c"})]
+    with pytest.raises(BulkWriteError) as failed:
+        products.bulk_write(inserts, ordered=ordered)
+    details = failed.value.details
+    assert [(e["index"], e["code"]) for e in details["writeErrors"]] == [(1, 2)], details
+    assert details["nInserted"] == (1 if ordered else 2), details
+    assert sorted(d["_id"] for d in attr_env.direct.products.find({"_id": {"$gte": 10}})) == \
+        ([10] if ordered else [10, 12])

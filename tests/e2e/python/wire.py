@@ -336,7 +336,10 @@ def connect(host: str, port: int, timeout: float = 5.0, authenticate: bool = Tru
     credentials = _CREDENTIALS.get((host, port)) if authenticate else None
     if credentials is not None:
         import scram  # only the suites that run against such a backend need it
-        scram.authenticate(lambda doc, db: command(sock, doc, db, timeout), *credentials)
+        # The conversation's server side costs PBKDF2 rounds: on a loaded
+        # machine it may take longer than a test's timeout for a reply.
+        login_timeout = max(timeout, 30.0)
+        scram.authenticate(lambda doc, db: command(sock, doc, db, login_timeout), *credentials)
     return sock
 
 
