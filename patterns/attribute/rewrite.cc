@@ -25,8 +25,9 @@ std::string FirstComponent(std::string_view path) {
 
 class AttributeRewriter {
  public:
-  AttributeRewriter(const Command& command, const Rule& rule, const AttributeRule& attribute)
-      : command_(command), rule_(rule), a_(attribute) {}
+  AttributeRewriter(const Command& command, const Rule& rule, const AttributeRule& attribute,
+                    int32_t max_document_size)
+      : command_(command), rule_(rule), a_(attribute), max_document_size_(max_document_size) {}
 
   std::optional<Plan> Rewrite() {
     const std::string& name = command_.name;
@@ -58,6 +59,17 @@ class AttributeRewriter {
     if (!::remold::Find(doc, a_.array_field)) return std::nullopt;
     return "field '" + a_.array_field + "' is reserved: it holds the attributes (" + std::string(what) +
            " with a field '" + a_.array_field + "' refused); write the attributes by name";
+  }
+
+  // Why the folded form of `flat` cannot be stored (it fits 16 MiB flat but
+  // not folded: each attribute becomes a {k, v} document), or nothing.
+  std::optional<Refusal> TooLargeFolded(const bson_t* flat, const Doc& folded) const {
+    const size_t size = folded.bytes().size();
+    if (size <= static_cast<size_t>(max_document_size_)) return std::nullopt;
+    return Named(error_codes::kBSONObjectTooLarge,
+                 "the document is " + std::to_string(flat->len) + " bytes as written and " + std::to_string(size) +
+                     " bytes with its attributes folded into '" + a_.array_field + "' pairs, over the " +
+                     std::to_string(max_document_size_) + "-byte limit of a stored document");
   }
 
   // Rewrites the filter under `key` of `doc` into `out` (or refuses).
@@ -338,10 +350,11 @@ class AttributeRewriter {
       if (auto reserved = NamesThePairArray(doc, "a document")) error = *reserved;
       else folded.push_back(FoldAttributes(a_, doc, &error));
       if (!error.empty()) refused.push_back({i, Named(error_codes::kBadValue, error)});
+      else if (auto too_large = TooLargeFolded(doc, folded.back())) refused.push_back({i, *too_large});
     }
     if (!refused.empty())
       return WithRefusedStatements(command_, "documents", std::move(refused), [this](const Command& rest) {
-        return AttributeRewriter(rest, rule_, a_).Insert();
+        return AttributeRewriter(rest, rule_, a_, max_document_size_).Insert();
       });
     Plan plan = Passed(Rebuilt({}));
     // The documents travel as a document sequence, like the client's.
@@ -396,6 +409,10 @@ class AttributeRewriter {
           refuse(i, error_codes::kBadValue, error);
           continue;
         }
+        if (auto too_large = TooLargeFolded(u_doc->get(), folded)) {
+          refused.push_back({i, *too_large});
+          continue;
+        }
         rewritten.push_back(Replaced(out, "u", folded));
         continue;
       }
@@ -432,7 +449,7 @@ class AttributeRewriter {
     }
     if (!refused.empty())
       return WithRefusedStatements(command_, "updates", std::move(refused), [this](const Command& rest) {
-        return AttributeRewriter(rest, rule_, a_).Update();
+        return AttributeRewriter(rest, rule_, a_, max_document_size_).Update();
       });
     if (!attribute_statement) {
       Plan plan = Passed(Rebuilt({}, {{"updates", rewritten}}));
@@ -563,6 +580,7 @@ class AttributeRewriter {
   const Command& command_;
   const Rule& rule_;
   const AttributeRule& a_;
+  int32_t max_document_size_;  // the backend's maxBsonObjectSize
 };
 
 }  // namespace
@@ -583,8 +601,8 @@ BackendCommand EnsureAttributeIndex(const AttributeRule& rule) {
 }
 
 std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
-                                   const AttributeRule& attribute, const Capabilities&) {
-  return AttributeRewriter(command, rule, attribute).Rewrite();
+                                   const AttributeRule& attribute, const Capabilities& capabilities) {
+  return AttributeRewriter(command, rule, attribute, capabilities.max_bson_object_size).Rewrite();
 }
 
 std::vector<Doc> ViewStages(const AttributeRule& rule) {

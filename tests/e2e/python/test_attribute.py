@@ -1428,3 +1428,23 @@ def test_a_refused_statement_in_a_bulk_write_is_a_write_error(attr_env, ordered)
     assert details["nInserted"] == (1 if ordered else 2), details
     assert sorted(d["_id"] for d in attr_env.direct.products.find({"_id": {"$gte": 10}})) == \
         ([10] if ordered else [10, 12])
+
+
+def test_a_document_too_large_once_folded_is_refused_before_it_is_sent(attr_env):
+    """Folding makes a document larger (each attribute becomes a {k, v}
+    document: about 2.7 times for small ones). One that fits 16 MiB as
+    written but not folded is refused with BSONObjectTooLarge (10334) and a
+    message that says why, before anything is sent (issue 28: the stand-in
+    dropped the connection); the proxy keeps serving."""
+    products = attr_env.db.products
+    big = {"_id": 1, "name": "wide", **{f"a{i:06d}": i for i in range(600_000)}}
+    with pytest.raises(OperationFailure) as refused:
+        products.insert_one(big)
+    assert refused.value.code == 10334, refused.value.details
+    assert "folded" in str(refused.value) and "attribute rule" in str(refused.value), str(refused.value)
+    assert attr_env.direct.products.count_documents({}) == 0
+    with pytest.raises(OperationFailure) as replaced:
+        products.replace_one({"_id": 1}, {k: v for k, v in big.items() if k != "_id"}, upsert=True)
+    assert replaced.value.code == 10334
+    products.insert_one({"_id": 2, "name": "small", "ram_gb": 8})  # still serving
+    assert products.find_one({"ram_gb": 8})["_id"] == 2
