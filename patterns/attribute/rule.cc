@@ -124,10 +124,18 @@ std::string AttributeRule::Unconverted() const {
   }
   std::string kept = "\"_id\"";
   for (const std::string& field : except) kept += ", " + JsonQuote(field);
+  // A field named "" or starting with "$" is no attribute (IsAttribute):
+  // such a document is stored as written by design. A name starts with
+  // "$" when it sorts from "$" up to "%" (bytes 0x24, 0x25; "$" alone is a
+  // field path in an expression: the literal says it is a string), which
+  // every engine answers alike ($substrCP of "$x" is "" on the stand-in).
   return "{" + JsonQuote(array_field) +
          ": {\"$exists\": false}, \"$expr\": {\"$gt\": [{\"$size\": {\"$filter\": "
-         "{\"input\": {\"$objectToArray\": \"$$ROOT\"}, \"cond\": {\"$not\": [{\"$in\": [\"$$this.k\", [" +
-         kept + "]]}]}}}}, 0]}}";
+         "{\"input\": {\"$objectToArray\": \"$$ROOT\"}, \"cond\": {\"$and\": ["
+         "{\"$not\": [{\"$in\": [\"$$this.k\", [" + kept + "]]}]}, "
+         "{\"$ne\": [\"$$this.k\", \"\"]}, "
+         "{\"$not\": [{\"$and\": [{\"$gte\": [\"$$this.k\", {\"$literal\": \"$\"}]}, "
+         "{\"$lt\": [\"$$this.k\", \"%\"]}]}]}]}}}}, 0]}}";
 }
 
 }  // namespace remold

@@ -45,7 +45,9 @@ TEST(UnconvertedProbes, OnePerRuleWithAFormToFind) {
   EXPECT_EQ(by_rule.at("products")->filter,
             Json(R"({"props": {"$exists": false}, "$expr": {"$gt": [{"$size": {"$filter": {
                        "input": {"$objectToArray": "$$ROOT"},
-                       "cond": {"$not": [{"$in": ["$$this.k", ["_id", "name"]]}]}}}}, 0]}})"));
+                       "cond": {"$and": [{"$not": [{"$in": ["$$this.k", ["_id", "name"]]}]},
+                                         {"$ne": ["$$this.k", ""]},
+                                         {"$not": [{"$and": [{"$gte": ["$$this.k", {"$literal": "$"}]}, {"$lt": ["$$this.k", "%"]}]}]}]}}}}, 0]}})"));
   EXPECT_EQ(DescribeUnconverted(*by_rule.at("readings"), 60).substr(0, 104),
             "rule 'readings' (bucket, iot.readings): 60 document(s) written before the rule are not in its "
             "form: docu");
@@ -100,7 +102,9 @@ TEST(UnconvertedProbes, NamesWithQuotesOrBackslashesAreQuoted) {
   EXPECT_EQ(by_rule.at("products").filter,
             Json(R"({"pr\"ops": {"$exists": false}, "$expr": {"$gt": [{"$size": {"$filter": {
                        "input": {"$objectToArray": "$$ROOT"},
-                       "cond": {"$not": [{"$in": ["$$this.k", ["_id", "na\\me"]]}]}}}}, 0]}})"));
+                       "cond": {"$and": [{"$not": [{"$in": ["$$this.k", ["_id", "na\\me"]]}]},
+                                         {"$ne": ["$$this.k", ""]},
+                                         {"$not": [{"$and": [{"$gte": ["$$this.k", {"$literal": "$"}]}, {"$lt": ["$$this.k", "%"]}]}]}]}}}}, 0]}})"));
   EXPECT_EQ(by_rule.at("users").filter, Json(R"({"sche\"ma": {"$in": [null, 1]}})"));
   const AttributeRule& products = std::get<AttributeRule>(rules->Find("shop", "products")->pattern);
   EXPECT_EQ(Json(DocumentsToMigrate(products, MigrationDirection::kToFlat)),

@@ -125,3 +125,31 @@ def test_a_rule_added_while_running_is_reported_too(private_remold, direct_clien
         assert remold.stderr().count("written before the rule") == 1
     finally:
         direct_client.drop_database(db_name)
+
+
+def test_a_dollar_prefixed_field_is_not_an_attribute_written_before_the_rule(private_remold, backend, direct_client,
+                                                                             db_name, tmp_path):
+    """A field whose name starts with "$" is no attribute (the rule stores it
+    as written, by design): `remold check` must not count its document as
+    written before the rule (issue 28)."""
+    rules = tmp_path / "rules"
+    write_rules(rules, db_name)
+    try:
+        try:
+            direct_client[db_name].products.insert_one({"_id": 1, "name": "odd", "$price": 3})
+        except pymongo.errors.PyMongoError as refused:
+            pytest.skip(f"the backend refuses a field named '$price': {refused}")
+        names = list(direct_client[db_name].products.aggregate([{"$project": {"_id": 0, "names": {"$filter": {
+            "input": {"$objectToArray": "$$ROOT"}, "cond": {"$gte": ["$$this.k", {"$literal": "$"}]}}}}}]))
+        if "$price" not in [pair["k"] for pair in names[0]["names"]]:
+            pytest.skip("the backend reads a string value that starts with '$' as a field path in an expression "
+                        "(mongo-java-server: docs/backends.md)")
+        result = run_remold("check", str(rules), "--backend", backend.uri)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "document(s) written before the rule" not in result.stdout, result.stdout
+        direct_client[db_name].products.insert_one({"_id": 2, "name": "flat", "$price": 3, "ram_gb": 8})
+        result = run_remold("check", str(rules), "--backend", backend.uri)
+        assert result.returncode == 1 and f"({'attribute'}, {db_name}.products): 1 document(s)" in result.stdout, \
+            result.stdout
+    finally:
+        direct_client.drop_database(db_name)
