@@ -38,7 +38,7 @@ def canon(value: Any, loose: frozenset = frozenset()):
 
 def canon_field(key: str, value: Any, loose: frozenset):
     if key in loose and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return ("num", round(float(value), 9))
+        return ("num", "nan") if value != value else ("num", round(float(value), 9))
     return canon(value, loose)
 
 
