@@ -232,13 +232,24 @@ Doc StoredGuard(const AttributeRule& rule, const Doc& read, std::optional<std::s
     *error = "a guard on a document that cannot be stored in pair form: " + why;
     return Doc();
   }
-  if (!rule.migrating || folded == read) return UnchangedFields(rule.StoresFlat() ? read : folded);
+  std::vector<Doc> stored;  // the forms the document may be stored in
+  if (!rule.migrating || folded == read) stored.push_back(rule.StoresFlat() ? read : folded);
+  else stored = {folded, read};
+  // A document without attributes may carry an empty pair array (the
+  // $unset of its last attribute leaves one), which reads unfold into
+  // nothing: stored either way, it reads the same.
+  if (!rule.StoresFlat() && !Find(folded.get(), rule.array_field)) {
+    Doc with_empty_array = folded;
+    AppendArray(with_empty_array.mut(), rule.array_field, {});
+    stored.push_back(std::move(with_empty_array));
+  }
+  if (stored.size() == 1) return UnchangedFields(stored.front());
   Doc guard;
   if (auto id = Find(read.get(), "_id")) AppendValue(guard.mut(), "_id", *id);
   std::vector<Doc> forms;
-  for (const Doc* form : {static_cast<const Doc*>(&folded), &read}) {
+  for (const Doc& form : stored) {
     Doc expr;
-    if (auto condition = Find(UnchangedFields(*form).get(), "$expr")) AppendValue(expr.mut(), "$expr", *condition);
+    if (auto condition = Find(UnchangedFields(form).get(), "$expr")) AppendValue(expr.mut(), "$expr", *condition);
     forms.push_back(std::move(expr));
   }
   AppendArray(guard.mut(), "$or", forms);
