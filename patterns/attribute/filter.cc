@@ -248,8 +248,9 @@ Doc StoredGuard(const AttributeRule& rule, const Doc& read, std::optional<std::s
   if (auto id = Find(read.get(), "_id")) AppendValue(guard.mut(), "_id", *id);
   std::vector<Doc> forms;
   for (const Doc& form : stored) {
+    const Doc unchanged = UnchangedFields(form);  // outlives the view Find returns
     Doc expr;
-    if (auto condition = Find(UnchangedFields(form).get(), "$expr")) AppendValue(expr.mut(), "$expr", *condition);
+    if (auto condition = Find(unchanged.get(), "$expr")) AppendValue(expr.mut(), "$expr", *condition);
     forms.push_back(std::move(expr));
   }
   AppendArray(guard.mut(), "$or", forms);
