@@ -121,7 +121,8 @@ build_id() { cat "$SUMS_FILE" "$PATCH_FILE" | sha256sum | cut -c1-16; }
 install_packages() {
   local packages=(postgresql-15 postgresql-server-dev-15 postgresql-15-rum postgresql-15-postgis-3
                   libpcre2-dev libintelrdfpmath-dev libicu-dev libkrb5-dev libssl-dev
-                  pkg-config build-essential cmake openssl ca-certificates patch python3)
+                  pkg-config build-essential cmake openssl ca-certificates patch python3
+                  systemtap-sdt-dev)
   local missing=() p
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -220,7 +221,8 @@ build_extensions() {
   local pkglib share stamp
   pkglib=$($PG_CONFIG --pkglibdir); share=$($PG_CONFIG --sharedir)/extension
   stamp=$pkglib/.remold-documentdb-$(build_id)
-  [ -f "$stamp" ] && [ -f "$pkglib/pg_documentdb.so" ] && [ -f "$pkglib/vector.so" ] && [ -f "$pkglib/pg_cron.so" ] &&
+  [ -f "$stamp" ] && [ -f "$pkglib/pg_documentdb.so" ] && [ -f "$pkglib/pg_documentdb_extended_rum.so" ] &&
+    [ -f "$pkglib/vector.so" ] && [ -f "$pkglib/pg_cron.so" ] &&
     [ -f "$SRC_DIR/$DOCDB_SRC_NAME/pg_documentdb_core/include/utils/external_error_mapping.csv" ] && return
   mkdir -p "$DOCDB_HOME/work"
   log "pgvector 0.8.0"
@@ -234,6 +236,8 @@ build_extensions() {
   tar -xzf "$(archive $DOCDB_SRC_NAME.tar.gz)" -C "$SRC_DIR"
   build_pg_extension "$SRC_DIR/$DOCDB_SRC_NAME/pg_documentdb_core" pg_documentdb_core
   build_pg_extension "$SRC_DIR/$DOCDB_SRC_NAME/pg_documentdb" pg_documentdb
+  log "documentdb's own RUM index access method (pg_documentdb_extended_rum)"
+  build_pg_extension "$SRC_DIR/$DOCDB_SRC_NAME/internal/pg_documentdb_extended_rum" pg_documentdb_extended_rum
   "${SUDO[@]}" rm -f "$pkglib"/.remold-documentdb-*
   "${SUDO[@]}" touch "$stamp"
   rm -rf "$TEMPLATE"  # made from these extensions
@@ -308,6 +312,15 @@ max_worker_processes = 32
 documentdb.indexBuildScheduleInSec = 1
 documentdb.enableBackgroundWorker = true
 documentdb.enableBackgroundWorkerJobs = true
+# Index scans through documentdb's own fork of the RUM access method, not
+# Debian's rum 1.3.13 (which documentdb uses by default): its
+# entryGetNextItem reads a posting-tree page that a concurrent insert split
+# into a non-leaf page while the scan had it unlocked, and the server
+# process crashes (signal 11; every session fails while PostgreSQL
+# restarts). remold's extended-reference test met it about once in ten
+# runs (docs/backends.md, departure 9). Fixed upstream in rum commit
+# 78c348b (June 2025, after 1.3.14); the fork re-finds the leaf page.
+documentdb.rum_library_load_option = 'require_documentdb_extended_rum'
 max_connections = 300
 ssl = off
 # A test server: nothing here must survive a crash of the machine.

@@ -114,9 +114,10 @@ def test_max_connections_refuses_the_fifth(private_remold, direct_client, db_nam
         socks.pop().close()
         deadline = time.monotonic() + 5
         while True:
-            sock = wire.connect(*remold.address)
+            sock = wire.connect(*remold.address, authenticate=False)
             reply = wire.roundtrip(sock, wire.op_msg({"isMaster": 1, "$db": "admin"}))
             if reply.doc.get("ok") == 1:
+                wire.login(sock, remold.address)  # where the backend requires it
                 socks.append(sock)
                 break
             sock.close()

@@ -333,14 +333,21 @@ def connect(host: str, port: int, timeout: float = 5.0, authenticate: bool = Tru
     address requires it (``authenticate=False``: as it is)."""
     sock = socket.create_connection((host, port), timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    credentials = _CREDENTIALS.get((host, port)) if authenticate else None
+    if authenticate:
+        login(sock, (host, port), timeout)
+    return sock
+
+
+def login(sock: socket.socket, address: tuple[str, int], timeout: float = 5.0) -> None:
+    """Authenticates ``sock``, a connection to ``address``, when the harness
+    says that address requires it; else does nothing."""
+    credentials = _CREDENTIALS.get(tuple(address))
     if credentials is not None:
         import scram  # only the suites that run against such a backend need it
         # The conversation's server side costs PBKDF2 rounds: on a loaded
         # machine it may take longer than a test's timeout for a reply.
         login_timeout = max(timeout, 30.0)
         scram.authenticate(lambda doc, db: command(sock, doc, db, login_timeout), *credentials)
-    return sock
 
 
 def roundtrip(sock: socket.socket, message: bytes, timeout: float = 5.0) -> Reply:
