@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
+from pymongo import IndexModel
 from pymongo.errors import BulkWriteError, OperationFailure
 
 from .compare import canon, field_order_differs, show
@@ -313,10 +314,16 @@ class Harness:
                 indexes = []
             self.flat.drop_collection(name)
             if name in listed or docs:
-                self.flat.create_collection(name)
-                for index in indexes:
-                    self.flat[name].create_index(list(index["key"].items()), name=index["name"],
-                                                 unique=bool(index.get("unique")))
+                if indexes:
+                    # One createIndexes that creates the collection: DocumentDB
+                    # builds the indexes of a collection it creates at once,
+                    # and those of an existing one in a background job that
+                    # runs every second.
+                    self.flat[name].create_indexes([
+                        IndexModel(list(index["key"].items()), name=index["name"], unique=bool(index.get("unique")))
+                        for index in indexes])
+                else:
+                    self.flat.create_collection(name)
                 if docs:
                     try:
                         self.flat[name].insert_many(docs, ordered=False)
