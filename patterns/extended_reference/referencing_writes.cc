@@ -301,7 +301,14 @@ std::optional<Refusal> Classify(const ExtendedReferenceRule& rule, const bson_t*
   }
   if (upsert) {
     if (auto refusal = UpsertFilterProblem(rule, q)) return refusal;
-    if (!needs.set && !needs.on_insert && !needs.unset) needs.on_insert = PinnedReference(rule, q);
+    if (!needs.set && !needs.on_insert && !needs.unset) {
+      needs.on_insert = PinnedReference(rule, q);
+      // An equality to an array inserts the array, as an insert of it would.
+      if (needs.on_insert) {
+        bson_iter_t pinned = Unboxed(*needs.on_insert);
+        if (BSON_ITER_HOLDS_ARRAY(&pinned)) return NotOneReference(rule);
+      }
+    }
   }
   return std::nullopt;
 }
