@@ -90,13 +90,14 @@ class Table:
                 return name
         return None
 
-    def documents_refusal(self, names: list[str], rule: str, code: Optional[int]) -> Optional[str]:
-        """The first of ``names`` whose cell documents this refusal, or None."""
+    def documents_refusal(self, names: list[str], rule: str, codes: tuple[int, ...]) -> Optional[str]:
+        """The first of ``names`` whose cell documents this refusal (each of
+        its codes), or None."""
         for name in names:
             cell = self.cell(name, rule)
             if cell is None or not cell.refuses:
                 continue
-            if cell.codes and code not in cell.codes:
+            if cell.codes and not set(codes) <= cell.codes:
                 continue
             return name
         return None
