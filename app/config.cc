@@ -22,7 +22,7 @@ struct Setting {
   std::string_view help;
 };
 
-constexpr std::array<Setting, 18> kSettings = {{
+constexpr std::array<Setting, 20> kSettings = {{
     {"listen", "--listen", "HOST:PORT   address to accept clients on (default 127.0.0.1:27018)"},
     {"backend", "--backend", "URI         backend, mongodb://host[:port][,...][?options] (required)"},
     {"backend_credentials", "--backend-credentials", "FILE  remold's own user on the backend (YAML; see the README)"},
@@ -40,6 +40,8 @@ constexpr std::array<Setting, 18> kSettings = {{
     {"max_message_size", "--max-message-size", "BYTES  largest client message accepted (default and most 48000000)"},
     {"idle_timeout_ms", "--idle-timeout-ms", "MS    close client connections idle this long (default 0: never)"},
     {"client_compression", "--client-compression", "on|off  compress the client link when a driver offers it (default off)"},
+    {"sidecars", "--sidecars", "GROUP     check that the sidecars of GROUP run rules that agree (default: off)"},
+    {"sidecars_registry", "--sidecars-registry", "DB.COLL  where the sidecars' heartbeats live (default remold.sidecars)"},
     {"config", "--config", "FILE        YAML file with the keys above (flags override it)"},
 }};
 
@@ -109,6 +111,14 @@ void Apply(Config& config, std::string_view key, const std::string& value, std::
     config.max_message_size = size;
   } else if (key == "idle_timeout_ms") {
     config.idle_timeout = std::chrono::milliseconds(ParsePositiveInt(value, name));
+  } else if (key == "sidecars") {
+    if (value.empty()) throw ConfigError(std::string(name) + ": expected a group name");
+    config.sidecars_group = value;
+  } else if (key == "sidecars_registry") {
+    const size_t dot = value.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == value.size() || value.find('$') != std::string::npos)
+      throw ConfigError(std::string(name) + ": expected DATABASE.COLLECTION, got '" + value + "'");
+    config.sidecars_registry = {value.substr(0, dot), value.substr(dot + 1)};
   } else if (key == "client_compression") {
     if (value != "on" && value != "off")
       throw ConfigError(std::string(name) + ": expected on or off, got '" + value + "'");

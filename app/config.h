@@ -13,6 +13,7 @@
 
 #include "proxy/backend_identity.h"
 #include "proxy/backend_uri.h"
+#include "rules/namespace.h"
 
 namespace remold {
 
@@ -55,6 +56,11 @@ struct Config {
   // compressing costs CPU and saves nothing; what the driver offered is
   // offered to the backend instead (bench/compression_run.py).
   bool client_compression = false;
+
+  // The group of sidecars that must run rules that agree (app/sidecars.h),
+  // and where their heartbeats live; empty: no check.
+  std::string sidecars_group;
+  Namespace sidecars_registry{"remold", "sidecars"};
 };
 
 // Parses `serve` arguments (argv after "serve"). Reads --config FILE first,

@@ -37,10 +37,16 @@ int CheckBackendData(const RuleSet& rules, const std::string& backend_uri, const
   try {
     BackendClient client(*backend, identity, "remold-check");
     for (const UnconvertedProbe& probe : UnconvertedProbes(rules)) {
-      const int64_t count = client.CountDocuments(probe.logical, probe.filter.get(), kUnconvertedCountLimit);
+      if (probe.stages.empty()) {
+        ++unconverted;
+        out << "rule '" << probe.rule << "' (" << probe.pattern << ", " << probe.ns.full() << "): the " << probe.what
+            << " cannot be counted (a $lookup cannot reach another database): check them with `remold reconcile`\n";
+        continue;
+      }
+      const int64_t count = client.CountPipeline(probe.ns, probe.stages, kUnconvertedCountLimit);
       if (count == 0) {
-        out << "rule '" << probe.rule << "' (" << probe.pattern << ", " << probe.logical.full()
-            << "): no document written before the rule\n";
+        out << "rule '" << probe.rule << "' (" << probe.pattern << ", " << probe.ns.full()
+            << "): no " << (probe.what == "document(s)" ? "document written before the rule" : probe.what) << "\n";
         continue;
       }
       ++unconverted;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,8 +17,8 @@
 #include "app/logging.h"
 #include "app/rule_reloader.h"
 #include "app/status_server.h"
-#include "app/unconverted_data.h"
-#include "tools/common/backend_client.h"
+#include "app/adoption.h"
+#include "app/sidecars.h"
 #include "patterns/patterns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"
@@ -28,6 +29,9 @@ namespace {
 constexpr int kOk = 0;  // drained, or --help
 constexpr int kCannotListen = 1;
 constexpr int kRejected = 2;  // configuration, rules or TLS files
+// How long `remold serve` waits for the first counts of the documents
+// written before the rules before it listens (app/adoption.h).
+constexpr auto kFirstCountsWait = std::chrono::seconds(10);
 
 tcp::endpoint ResolveListen(const HostAndPort& listen) {
   asio::io_context context;
@@ -57,11 +61,6 @@ std::optional<Config> ReadConfig(const std::vector<std::string>& args) {
   }
 }
 
-// Counts, on a thread of its own, the documents written before each rule
-// of `probes` that are not in its form, and warns of them
-// (app/unconverted_data.h).
-void CountUnconverted(std::vector<UnconvertedProbe> probes, const Config& config);
-
 // One run of `remold serve`, set up in the order RunServe calls the steps.
 // A step that fails prints why and returns false. The status endpoint and
 // the server call back into this object, which outlives both.
@@ -83,9 +82,13 @@ class ServeRun {
   // Starts monitoring the backend (not with directConnection=true), and
   // its metrics.
   bool StartTopologyMonitor();
-  // Warns of the documents written before each rule, now and after each
-  // reload that adds or changes rules.
-  void WarnOfUnconvertedData();
+  // Counts the documents written before each rule, now and after each
+  // reload that adds or changes rules, and serves each rule as the counts
+  // say (app/adoption.h); waits a little for the first counts.
+  void AdoptRules();
+  // With a `sidecars` group, publishes this remold's heartbeat and checks
+  // the others' (app/sidecars.h).
+  void JoinSidecars();
   // Binds the client address, announces it, and serves until drained.
   bool ListenAndServe();
 
@@ -96,7 +99,12 @@ class ServeRun {
   std::string NotReadyReason() const;
 
   const Config config_;
+  // The rules the files say, and the rules in force: those, as the
+  // AdoptionMonitor serves them while data written before them remains.
+  std::shared_ptr<RuleSetHolder> loaded_ = std::make_shared<RuleSetHolder>();
   std::shared_ptr<RuleSetHolder> rules_ = std::make_shared<RuleSetHolder>();
+  std::shared_ptr<AdoptionMonitor> adoption_;
+  std::shared_ptr<SidecarRegistry> sidecars_;  // null: no `sidecars` group
   std::unique_ptr<RuleReloader> reloader_;  // null: no rules directory
   std::atomic<bool> draining_{false};
   std::shared_ptr<TlsContexts> tls_;        // null: plain TCP on both sides
@@ -107,7 +115,7 @@ class ServeRun {
 
 bool ServeRun::LoadRules() {
   if (config_.rules_dir.empty()) return true;
-  reloader_ = std::make_unique<RuleReloader>(config_.rules_dir, rules_);
+  reloader_ = std::make_unique<RuleReloader>(config_.rules_dir, loaded_);
   std::vector<std::string> errors = reloader_->Reload("start");
   if (!errors.empty()) {
     for (const auto& error : errors) std::cerr << error << "\n";
@@ -198,35 +206,35 @@ bool ServeRun::StartTopologyMonitor() {
   return true;
 }
 
-void ServeRun::WarnOfUnconvertedData() {
-  CountUnconverted(UnconvertedProbes(*rules_->Load()), config_);
+void ServeRun::AdoptRules() {
+  adoption_ = std::make_shared<AdoptionMonitor>(config_.backend, config_.identity, rules_);
+  adoption_->Load(loaded_->Load());
+  GlobalMetrics().AddCollector([adoption = adoption_](prometheus::TextWriter& out) {
+    const std::vector<AdoptionMonitor::LayerState> states = adoption->States();
+    out.Family("remold_rule_adoption", "gauge",
+               "Rules over data that may predate them (their files say no `migrating`), by state: counting, "
+               "in_form (served in the rule's form alone), not_in_form (served as while documents written "
+               "before the rule remain), uncountable.");
+    for (const auto& layer : states)
+      out.Sample("remold_rule_adoption", {{"rule", layer.rule}, {"pattern", layer.pattern}, {"state", layer.state}},
+                 uint64_t{1});
+    out.Family("remold_rule_unconverted_documents", "gauge",
+               "What the last count of such a rule found written before it and not in its form (up to 1000000).");
+    for (const auto& layer : states)
+      out.Sample("remold_rule_unconverted_documents", {{"rule", layer.rule}, {"pattern", layer.pattern}},
+                 static_cast<uint64_t>(layer.left));
+  });
   if (reloader_) {
-    reloader_->SetOnChange([config = config_](const RuleSet& before, const RuleSet& after) {
-      CountUnconverted(UnconvertedProbes(after, &before), config);
+    reloader_->SetOnChange([adoption = adoption_.get(), loaded = loaded_](const RuleSet&, const RuleSet&) {
+      adoption->Load(loaded->Load());
     });
   }
-}
-
-void CountUnconverted(std::vector<UnconvertedProbe> probes, const Config& config) {
-  if (probes.empty()) return;
-  // Detached: the counts wait for the backend, on a connection of remold's
-  // own (as its own identity), never on a client's.
-  std::thread([probes = std::move(probes), backend = config.backend, identity = config.identity] {
-    try {
-      BackendClient client(backend, identity, backend.app_name.empty() ? "remold" : backend.app_name);
-      for (const UnconvertedProbe& probe : probes) {
-        try {
-          const int64_t count = client.CountDocuments(probe.logical, probe.filter.get(), kUnconvertedCountLimit);
-          if (count > 0) spdlog::warn("rules: {}", DescribeUnconverted(probe, count));
-        } catch (const BackendError& e) {
-          spdlog::warn("rules: could not count the documents of {} written before rule '{}': {}",
-                       probe.logical.full(), probe.rule, e.what());
-        }
-      }
-    } catch (const BackendError& e) {
-      spdlog::warn("rules: could not count the documents written before the rules: {}", e.what());
-    }
-  }).detach();
+  // Until a rule's count is in, it serves as if documents written before
+  // it remained (both forms, or refusing): a short wait spares the first
+  // clients that, where the collections are small.
+  if (!adoption_->AwaitCounts(kFirstCountsWait))
+    spdlog::info("rules: some counts of the documents written before the rules are still running; until they "
+                 "are in, those rules serve as if some remained");
 }
 
 bool ServeRun::ListenAndServe() {
@@ -279,9 +287,32 @@ void ServeRun::Announce(const tcp::endpoint& bound) const {
   spdlog::info("metrics on http://{}/metrics (/healthz, /readyz)", status_address_);
 }
 
+void ServeRun::JoinSidecars() {
+  if (config_.sidecars_group.empty()) return;
+  SidecarRegistry::Options options{config_.backend, config_.identity, config_.sidecars_group,
+                                   config_.sidecars_registry,
+                                   config_.listen.host + ":" + std::to_string(config_.listen.port)};
+  sidecars_ = std::make_shared<SidecarRegistry>(std::move(options), rules_);
+  GlobalMetrics().AddCollector([sidecars = sidecars_](prometheus::TextWriter& out) {
+    out.Family("remold_sidecars_live", "gauge",
+               "The other live sidecars of this remold's group (`sidecars`), as their heartbeats say.");
+    out.Sample("remold_sidecars_live", {}, static_cast<uint64_t>(sidecars->Live()));
+    std::map<std::pair<std::string, std::string>, uint64_t> counts;
+    for (const Disagreement& d : sidecars->Current()) ++counts[{d.ns, d.this_reads ? "this" : "other"}];
+    out.Family("remold_sidecar_disagreements", "gauge",
+               "Live sidecars of the group with which this remold disagrees on a collection: reader=\"this\", it "
+               "cannot read what they write; reader=\"other\", they cannot read what it writes.");
+    for (const auto& [key, count] : counts)
+      out.Sample("remold_sidecar_disagreements", {{"namespace", key.first}, {"reader", key.second}}, count);
+  });
+}
+
 std::string ServeRun::NotReadyReason() const {
   if (draining_) return "draining: shutting down";
   if (reloader_ && reloader_->reloads() == 0) return "rules not loaded";
+  if (sidecars_) {
+    if (std::string why = sidecars_->NotReadyReason(); !why.empty()) return why;
+  }
   if (topology_) {
     if (const auto since = topology_->no_primary_since()) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count();
@@ -310,7 +341,8 @@ int RunServe(const std::vector<std::string>& args) {
   if (!run.LoadTls()) return kRejected;
   if (!run.BindStatusEndpoint()) return kCannotListen;  // its probe uses the TLS contexts
   if (!run.StartTopologyMonitor()) return kRejected;
-  run.WarnOfUnconvertedData();
+  run.AdoptRules();
+  run.JoinSidecars();
   return run.ListenAndServe() ? kOk : kCannotListen;
 }
 

@@ -36,6 +36,9 @@ inline constexpr ErrorCode kImmutableField{66, "ImmutableField"};
 inline constexpr ErrorCode kInvalidOptions{72, "InvalidOptions"};
 inline constexpr ErrorCode kWriteConflict{112, "WriteConflict"};
 inline constexpr ErrorCode kCommandNotSupported{115, "CommandNotSupported"};
+// A collection whose migration into its rule's form is not done (a bucket
+// rule's readings written before it): try again once it is.
+inline constexpr ErrorCode kConflictingOperationInProgress{117, "ConflictingOperationInProgress"};
 inline constexpr ErrorCode kDocumentValidationFailure{121, "DocumentValidationFailure"};
 inline constexpr ErrorCode kCommandNotSupportedOnView{166, "CommandNotSupportedOnView"};
 inline constexpr ErrorCode kUnsupportedOpQueryCommand{352, "UnsupportedOpQueryCommand"};

@@ -70,6 +70,12 @@
 // is another rule's, or that two rules watch:
 //   std::vector<Namespace> Watches() const;
 //
+// Sidecars. A rule says how it stores the documents of each collection it
+// concerns, as it serves now (rules/namespace_forms.h), so that sidecars in
+// front of one backend can tell whether each reads what the others write
+// (app/sidecars.h):
+//   std::vector<NamespaceForms> Forms() const;
+//
 // The concepts below state the rule part; patterns/rewrites.h states
 // the rewrite part. Each is checked for every entry of the list.
 #pragma once
@@ -81,6 +87,7 @@
 #include <vector>
 
 #include "rules/namespace.h"
+#include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
 
 namespace YAML {
@@ -120,6 +127,12 @@ concept StackLowerRule = requires(const R& rule, std::string_view field) {
 template <typename R>
 concept WritesFieldsElsewhere = requires(const R& rule) {
   { rule.FieldsWrittenElsewhere() } -> std::same_as<std::vector<std::pair<Namespace, std::string>>>;
+};
+
+// The part for sidecars (above).
+template <typename R>
+concept HasStoredForms = requires(const R& rule) {
+  { rule.Forms() } -> std::same_as<std::vector<NamespaceForms>>;
 };
 
 // The optional part for watching (above).

@@ -53,7 +53,7 @@ void ForEachPatternType(Fn&& fn) {
 template <typename Variant>
 inline constexpr bool kEveryPatternRule = false;
 template <typename... R>
-inline constexpr bool kEveryPatternRule<std::variant<R...>> = (PatternRuleType<R> && ...);
+inline constexpr bool kEveryPatternRule<std::variant<R...>> = ((PatternRuleType<R> && HasStoredForms<R>) && ...);
 static_assert(kEveryPatternRule<PatternRule>,
               "every entry of PatternRule provides the rule part of patterns/pattern.h");
 

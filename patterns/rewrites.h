@@ -56,6 +56,31 @@ inline bool PassesThroughOf(const Rule& rule, std::string_view field) {
   return true;
 }
 
+// A pattern whose rule may refuse every read of its collection for a
+// while (patterns/adoption.h: documents written before the rule that its
+// reads would miss) says why, after the command's name ("is refused while
+// ..."), or nothing:
+//   std::optional<std::string> ReadsRefused(const R&, const std::string& rule_name);
+template <typename R>
+concept MayRefuseReads = requires(const R& pattern, const std::string& name) {
+  { ReadsRefused(pattern, name) } -> std::same_as<std::optional<std::string>>;
+};
+
+// Why reads of `rule`'s collection are refused now, or nothing: the first
+// layer that refuses them.
+inline std::optional<std::string> ReadsRefusedOf(const Rule& rule) {
+  for (const PatternRule* layer : rule.layers()) {
+    std::optional<std::string> why = std::visit(
+        [&]<typename R>(const R& pattern) -> std::optional<std::string> {
+          if constexpr (MayRefuseReads<R>) return ReadsRefused(pattern, rule.name);
+          return std::nullopt;
+        },
+        *layer);
+    if (why) return why;
+  }
+  return std::nullopt;
+}
+
 // The collection `rule`'s view reads: the bottom layer's.
 inline Namespace ViewSourceOf(const Rule& rule) {
   return std::visit([](const auto& pattern) { return ViewSource(pattern); }, *rule.layers().back());

@@ -81,6 +81,7 @@ class Planner {
         return;
       case ReferenceKind::kRead:
       case ReferenceKind::kViewOn:
+        RefuseWhileReadsAre(ns, reference.via);
         return;  // read through the view (or as stored: it is stored as written)
       case ReferenceKind::kRecursiveRead:
         RefuseReshaped(ns, reference.via);
@@ -121,6 +122,14 @@ class Planner {
         DropDatabase(ns.db);
         return;
     }
+  }
+
+  // Refuses a read of `ns` while its rule refuses its own reads.
+  void RefuseWhileReadsAre(const Namespace& ns, const std::string& via) {
+    const Rule* rule = rules_.Find(ns.db, ns.collection);
+    if (!rule) return;
+    if (std::optional<std::string> why = ReadsRefusedOf(*rule))
+      Refuse(*rule, error_codes::kConflictingOperationInProgress, via + " of " + ns.full() + " " + *why);
   }
 
   // Refuses a read that cannot go through the view of `ns`'s rule.

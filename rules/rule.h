@@ -6,6 +6,7 @@
 // code that receives a Rule may rely on it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -82,6 +83,31 @@ struct Rule {
               for (auto& field : p.FieldsWrittenElsewhere()) out.push_back(std::move(field));
           },
           *layer);
+    return out;
+  }
+  // How the rule stores the documents of each collection it concerns, as
+  // it serves now (patterns/pattern.h, "Sidecars"). A stack's forms of the
+  // logical collection name its layers from the top, "<upper> over
+  // <lower>": it reads what it writes, and each combination of what its
+  // layers read.
+  std::vector<NamespaceForms> Forms() const {
+    std::vector<NamespaceForms> out;
+    std::optional<NamespaceForms> own;
+    for (const PatternRule* layer : layers()) {
+      for (NamespaceForms& forms : std::visit([](const auto& p) { return p.Forms(); }, *layer)) {
+        if (!(forms.ns == logical())) {
+          out.push_back(std::move(forms));
+        } else if (!own) {
+          own = std::move(forms);
+        } else {
+          std::vector<std::string> reads;
+          for (const std::string& upper : own->reads)
+            for (const std::string& lower : forms.reads) reads.push_back(upper + " over " + lower);
+          own = NamespaceForms{own->ns, own->writes + " over " + forms.writes, std::move(reads)};
+        }
+      }
+    }
+    if (own) out.insert(out.begin(), std::move(*own));
     return out;
   }
   std::vector<WrittenNamespace> Writes() const {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/doc.h"
+#include "patterns/adoption.h"
 #include "patterns/migration.h"
 #include "rules/rule.h"
 
@@ -37,6 +38,20 @@ inline MigrationWords WordsOf(const AttributeRule&, MigrationDirection direction
             "written before the rule are not in its form yet", "the rule is migrating: reads cover both forms"};
   return {"the rule's form", "the rule can be retired or changed", "are still in the rule's form",
           "the rule is migrating to the flat form: reads cover both forms"};
+}
+
+// The adoption part of the pattern (patterns/adoption.h): while documents
+// written before the rule remain, it serves as `migrating: true` does.
+inline Adoption AdoptionOf(const AttributeRule& rule) { return rule.adoption; }
+inline AttributeRule WhileUnconverted(const AttributeRule& rule) {
+  AttributeRule serving = rule;
+  serving.migrating = MigrationDirection::kToRule;
+  return serving;
+}
+inline std::string ServingWhileUnconverted(const AttributeRule&, const std::string& migrate) {
+  return "queries match the attributes in both forms (scanning: plain fields have no pair index), reads "
+         "unfold the documents that have pairs and return the others as stored, and writes store the rule's "
+         "form, until " + migrate + " has converted them";
 }
 
 }  // namespace remold

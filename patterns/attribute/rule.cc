@@ -90,7 +90,10 @@ AttributeRule AttributeRule::Parse(const FileContext& ctx, const YAML::Node& a,
                "and not neither");
   ctx.Step([&] { rule.unfold = ParseBool(ctx, a, "unfold", true); });
   ctx.Step([&] { rule.fix_elem_match = ParseBool(ctx, a, "fix_elem_match", true); });
-  ctx.Step([&] { rule.migrating = ParseMigrating(ctx, a["migrating"]); });
+  ctx.Step([&] {
+    rule.migrating = ParseMigrating(ctx, a["migrating"]);
+    if (a["migrating"]) rule.adoption = rule.migrating ? Adoption::kByRule : Adoption::kOff;
+  });
   return rule;
 }
 
@@ -136,6 +139,17 @@ std::string AttributeRule::Unconverted() const {
          "{\"$ne\": [\"$$this.k\", \"\"]}, "
          "{\"$not\": [{\"$and\": [{\"$gte\": [\"$$this.k\", {\"$literal\": \"$\"}]}, "
          "{\"$lt\": [\"$$this.k\", \"%\"]}]}]}]}}}}, 0]}}";
+}
+
+std::vector<NamespaceForms> AttributeRule::Forms() const {
+  std::string pairs = "attribute " + array_field + " {" + key_name + ", " + value_name + "} ";
+  const std::vector<std::string>& names = fields.empty() ? except : fields;
+  pairs += fields.empty() ? "except [" : "fields [";
+  for (size_t i = 0; i < names.size(); ++i) pairs += (i ? ", " : "") + names[i];
+  pairs += "]";
+  NamespaceForms forms{logical, StoresFlat() ? std::string(kPlainForm) : pairs, {pairs}};
+  if (migrating) forms.reads.emplace_back(kPlainForm);  // both forms read
+  return {forms};
 }
 
 }  // namespace remold

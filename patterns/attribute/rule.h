@@ -8,8 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/adoption_mode.h"
 #include "patterns/migration_direction.h"
 #include "rules/namespace.h"
+#include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
 
 namespace YAML {
@@ -41,6 +43,9 @@ struct AttributeRule {
   // Costs reads an index: a filter on attributes also scans.
   std::optional<MigrationDirection> migrating;
   bool StoresFlat() const { return migrating == MigrationDirection::kToFlat; }
+  // Whether the rule file said `migrating` (patterns/adoption.h): absent,
+  // remold sets it while documents written before the rule remain.
+  Adoption adoption = Adoption::kAuto;
 
   bool IsAttribute(std::string_view field) const;
   // In a stack (patterns/pattern.h), the lower rule: what is not an
@@ -63,6 +68,9 @@ struct AttributeRule {
   // for the reload's warning).
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // How it stores the documents of its collections, as it serves now
+  // (patterns/pattern.h, "Sidecars").
+  std::vector<NamespaceForms> Forms() const;
   // Documents of `logical` still in the form written before the rule, as
   // a filter (Extended JSON); "" when there is no such form.
   std::string Unconverted() const;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/doc.h"
+#include "patterns/adoption.h"
 #include "patterns/migration.h"
 #include "rules/rule.h"
 
@@ -24,5 +25,22 @@ CollectionMove MoveOf(const BucketRule& rule, MigrationDirection direction);
 
 MovedBatch MovedDocuments(const BucketRule& rule, MigrationDirection direction, const std::vector<Doc>& batch,
                           std::string_view token);
+
+// The adoption part of the pattern (patterns/adoption.h). Readings
+// written before the rule stay in the logical collection, and reads of the
+// buckets would miss them: reads cannot cover both collections while
+// `remold migrate` moves readings between them (a reading in the middle of
+// its move would be seen twice, or not at all), so reads are refused until
+// none is left.
+inline Adoption AdoptionOf(const BucketRule& rule) { return rule.adoption; }
+inline BucketRule WhileUnconverted(const BucketRule& rule) {
+  BucketRule serving = rule;
+  serving.flat_readings_left = true;
+  return serving;
+}
+inline std::string ServingWhileUnconverted(const BucketRule& rule, const std::string& migrate) {
+  return "reads and deletes of " + rule.logical.full() + " are refused (117), and inserts go into " +
+         rule.buckets.full() + ", until " + migrate + " has moved them there";
+}
 
 }  // namespace remold

@@ -38,6 +38,13 @@ BackendCommand EnsureBucketIndex(const BucketRule& rule) {
   return command;
 }
 
+std::string FlatReadingsLeft(const std::string& rule_name, const BucketRule& bucket) {
+  return "is refused while " + bucket.logical.full() +
+         " holds readings written before the rule, which reads of the buckets in " + bucket.buckets.full() +
+         " would miss: `remold migrate --rule " + rule_name + "` moves them (the rule's `migrating: false` "
+         "says there are none, and serves the buckets alone)";
+}
+
 std::string BucketRuleLabel(const Rule& rule, const BucketRule& bucket) {
   return "bucket rule '" + rule.name + "' for " + bucket.logical.full();
 }
@@ -46,6 +53,10 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
                                    const BucketRule& bucket, const Capabilities& caps) {
   const std::string& name = command.name;
   const std::string who = BucketRuleLabel(rule, bucket);
+  if (bucket.flat_readings_left &&
+      (name == "find" || name == "aggregate" || name == "count" || name == "distinct" || name == "delete"))
+    return ImmediateReply(ErrorReply(error_codes::kConflictingOperationInProgress,
+                                     who + ": " + name + " " + FlatReadingsLeft(rule.name, bucket)));
   if (name == "insert") return RewriteBucketInsert(command, bucket, who, caps);
   if (name == "find") return RewriteBucketFind(command, bucket, who);
   if (name == "aggregate") return RewriteBucketAggregate(command, bucket, who);

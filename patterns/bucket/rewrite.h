@@ -33,6 +33,15 @@ bool PassesThrough(const BucketRule& rule, std::string_view field);
 
 // "bucket rule '<name>' for <db.collection>": how every refusal starts.
 std::string BucketRuleLabel(const Rule& rule, const BucketRule& bucket);
+// Why a read is refused while rule.flat_readings_left ("is refused while
+// ...: `remold migrate --rule NAME` moves them ..."), after the command's name.
+std::string FlatReadingsLeft(const std::string& rule_name, const BucketRule& bucket);
+// patterns/rewrites.h, MayRefuseReads: reads through the view (a $lookup,
+// a view on the collection) are refused as the collection's own reads are.
+inline std::optional<std::string> ReadsRefused(const BucketRule& rule, const std::string& rule_name) {
+  if (!rule.flat_readings_left) return std::nullopt;
+  return FlatReadingsLeft(rule_name, rule);
+}
 
 // A reading an insert cannot store: its index in the batch, why, and the
 // code of the write error.

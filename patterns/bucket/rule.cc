@@ -143,7 +143,7 @@ BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const 
   ctx.CheckKeys(b, "'bucket'",
                 {"collection", "meta", "time", "span", "granularity", "bucket_time",
                  "measurements", "fields", "extra_fields", "summaries", "max_count",
-                 "max_bytes"});
+                 "max_bytes", "migrating"});
 
   BucketRule rule;
   rule.logical = logical;
@@ -214,6 +214,17 @@ BucketRule BucketRule::Parse(const FileContext& ctx, const YAML::Node& b, const 
   }
   if (YAML::Node m = b["max_count"]) ctx.Step([&] { rule.max_count = ParseMaxCount(ctx, m); });
   if (YAML::Node m = b["max_bytes"]) ctx.Step([&] { rule.max_bytes = ParseMaxBytes(ctx, m); });
+  if (YAML::Node m = b["migrating"]) {
+    // Only `false`: readings move between the collections with `remold
+    // migrate`, and reads cannot cover both while they move.
+    ctx.Step([&] {
+      if (ParseBool(ctx, b, "migrating", false))
+        ctx.Fail(m, "'migrating' is true, expected false (the operator's word that " + logical.full() +
+                        " holds no reading written before the rule); readings written before it are moved "
+                        "with `remold migrate`, and reads are refused until none is left");
+      rule.adoption = Adoption::kOff;
+    });
+  }
   return rule;
 }
 
@@ -233,15 +244,30 @@ std::string BucketRule::OnRemoval() const {
 }
 
 std::string BucketRule::OnAddition() const {
-  return "documents already in " + logical.full() + " are not converted: reads of " +
-         logical.full() + " now return the readings of " + buckets.full() +
-         " only, and those documents stay where they are, unread, until they are migrated";
+  if (adoption == Adoption::kOff)
+    return "documents already in " + logical.full() + " are not converted (`migrating: false`): reads of " +
+           logical.full() + " return the readings of " + buckets.full() +
+           " only, and those documents stay where they are, unread, until they are migrated";
+  return "documents already in " + logical.full() + " are not converted: while any is left (remold counts "
+         "them), reads of " + logical.full() + " are refused until `remold migrate` has moved them into " +
+         buckets.full();
 }
 
 std::string BucketRule::Unconverted() const {
   // Readings live in the bucket collection: anything in the logical one
   // was written there before the rule.
   return "{}";
+}
+
+std::vector<NamespaceForms> BucketRule::Forms() const {
+  std::string form = "bucket " + buckets.full() + " meta [";
+  for (size_t i = 0; i < meta_fields.size(); ++i) form += (i ? ", " : "") + meta_fields[i];
+  form += "] time " + time_field + " span " + std::to_string(span_ms) + "ms start " + bucket_time_field +
+          " measurements " + measurements_field;
+  NamespaceForms forms{logical, form, {form}};
+  // While readings written before the rule remain, reads are refused: never wrong.
+  if (flat_readings_left) forms.reads.emplace_back(kPlainForm);
+  return {forms};
 }
 
 }  // namespace remold

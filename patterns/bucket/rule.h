@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/adoption_mode.h"
 #include "rules/namespace.h"
+#include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
 
 namespace YAML {
@@ -50,6 +52,12 @@ struct BucketRule {
   // A bucket takes readings while their bytes (kBytesField) stay within
   // this; a reading larger than it gets a bucket of its own.
   int32_t max_bytes = kDefaultMaxBytes;
+  // Whether the rule file said `migrating: false` (patterns/adoption.h).
+  Adoption adoption = Adoption::kAuto;
+  // Set while the logical collection still holds readings written before
+  // the rule (or before remold has counted them): reads, and deletes,
+  // would miss them, and are refused until `remold migrate` has moved them.
+  bool flat_readings_left = false;
   static constexpr int32_t kDefaultMaxBytes = 125 * 1024;  // MongoDB's time-series default
   static constexpr int32_t kMaxMaxBytes = 8 * 1024 * 1024;  // far below the 16 MiB document limit
 
@@ -66,6 +74,9 @@ struct BucketRule {
   // for the reload's warning).
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // How it stores the documents of its collections, as it serves now
+  // (patterns/pattern.h, "Sidecars").
+  std::vector<NamespaceForms> Forms() const;
   // Documents of `logical` still in the form written before the rule, as
   // a filter (Extended JSON); "" when there is no such form.
   std::string Unconverted() const;

@@ -106,6 +106,14 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& base, con
   if (name != "insert" && name != "delete" && name != "update" && name != "findAndModify" &&
       name != "findandmodify")
     return std::nullopt;
+  if (rule.unfilled_values_left)
+    return ImmediateReply(ErrorReply(
+        error_codes::kConflictingOperationInProgress,
+        "computed rule '" + base.name + "' for " + rule.logical.full() + ": " + name +
+            " is refused while targets that documents of " + rule.logical.full() +
+            " link to hold no values yet: the rule's `latest` fields cannot be recomputed on write. "
+            "`remold reconcile --fix` fills them (the rule's `migrating: false` says every value is "
+            "filled already)"));
   auto source = std::make_shared<const ComputedSource>(rule);
   if (name == "insert") return FollowedInsert(command, source);
   if (name == "delete") return FollowedDelete(command, source);

@@ -257,6 +257,7 @@ ComputedRule ComputedRule::Parse(const FileContext& ctx, const YAML::Node& c,
     ctx.Report(c, "a computed rule needs 'aggregates', 'fields', or both");
   ctx.Step([&] {
     rule.migrating = ParseBool(ctx, c, "migrating", false);
+    if (c["migrating"]) rule.adoption = rule.migrating ? Adoption::kByRule : Adoption::kOff;
     if (!rule.migrating) return;
     for (size_t i = 0; i < rule.aggregates.size(); ++i) {
       ComputedAggregate& aggregate = rule.aggregates[i];
@@ -311,13 +312,43 @@ std::string ComputedRule::OnRemoval() const {
                 "repair them";
 }
 
+bool ComputedRule::HasLatest() const {
+  for (const ComputedAggregate& aggregate : aggregates)
+    for (const MaintainedField& field : aggregate.fields)
+      if (field.op == MaintainedField::Op::kLatest) return true;
+  return false;
+}
+
 std::string ComputedRule::OnAddition() const {
-  return "values computed before are not checked: run `remold reconcile` to bring them in step "
-         "with the data already stored";
+  if (adoption != Adoption::kAuto || aggregates.empty())
+    return "values computed before are not checked: run `remold reconcile` to bring them in step "
+           "with the data already stored";
+  return std::string("targets holding no values while sources link to them are counted: while any is left, ") +
+         (HasLatest() ? "writes to " + logical.full() + " are refused until `remold reconcile --fix` has filled them"
+                      : "each write recomputes the values it touches until `remold migrate` has filled them") +
+         "; values computed otherwise before the rule are not checked (run `remold reconcile`)";
 }
 
 std::string ComputedRule::Unconverted() const {
   return "";  // documents stay as written; `remold reconcile` checks the values
+}
+
+std::vector<NamespaceForms> ComputedRule::Forms() const {
+  // Stored as written; what the rule adds is the values it maintains.
+  std::string form = std::string(kPlainForm) + "+computed";
+  for (const ComputedAggregate& aggregate : aggregates) {
+    form += " " + aggregate.target.full() + " by " + aggregate.link_from + "->" + aggregate.link_to + " {";
+    for (size_t i = 0; i < aggregate.fields.size(); ++i)
+      form += (i ? ", " : "") + aggregate.fields[i].field;
+    for (const ComputedField& field : aggregate.derived) form += ", " + field.field;
+    form += "}";
+  }
+  for (const ComputedField& field : fields) form += " " + field.field;
+  NamespaceForms forms{logical, form, {form}};
+  // Writes that maintain nothing are tolerated while each write recomputes
+  // what it touches (or while writes are refused).
+  if (migrating || unfilled_values_left) forms.reads.emplace_back(kPlainForm);
+  return {forms};
 }
 
 }  // namespace remold

@@ -9,8 +9,10 @@
 #include <variant>
 #include <vector>
 
+#include "patterns/adoption_mode.h"
 #include "patterns/expression/expression.h"
 #include "rules/namespace.h"
+#include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
 
 namespace YAML {
@@ -72,6 +74,15 @@ struct ComputedRule {
   ClientWrite on_client_write = ClientWrite::kReject;
   // `migrating: true`: values may predate the rule (see ComputedAggregate).
   bool migrating = false;
+  // Whether the rule file said `migrating` (patterns/adoption.h).
+  Adoption adoption = Adoption::kAuto;
+  // Set while targets that sources link to hold no values yet (or before
+  // remold has counted them) and the rule cannot recompute them on write
+  // (it has `latest` fields): writes to the source are refused until
+  // `remold reconcile --fix` has filled them.
+  bool unfilled_values_left = false;
+  // Whether an aggregate keeps a `latest` field (which `migrating` cannot).
+  bool HasLatest() const;
 
   static constexpr std::string_view kName = "computed";
   // Parses the rule file's `computed:` section (a mapping; see rule.cc).
@@ -95,6 +106,9 @@ struct ComputedRule {
   // for the reload's warning).
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // How it stores the documents of its collections, as it serves now
+  // (patterns/pattern.h, "Sidecars").
+  std::vector<NamespaceForms> Forms() const;
   // Documents of `logical` still in the form written before the rule, as
   // a filter (Extended JSON); "" when there is no such form.
   std::string Unconverted() const;

@@ -104,4 +104,18 @@ std::string ExtendedReferenceRule::OnAddition() const {
          into + " from " + referenced.full();
 }
 
+std::vector<NamespaceForms> ExtendedReferenceRule::Forms() const {
+  std::string copy = referenced.full() + " by " + reference + " into " + into + " [";
+  for (size_t i = 0; i < fields.size(); ++i) copy += (i ? ", " : "") + fields[i];
+  copy += std::string("] ") + (mode == Mode::kSynced ? "synced" : "frozen");
+  const std::string form = std::string(kPlainForm) + "+copies of " + copy;
+  std::vector<NamespaceForms> forms{{logical, form, {form}}};
+  // A synced rule also follows the writes of the referenced collection.
+  if (mode == Mode::kSynced) {
+    const std::string followed = std::string(kPlainForm) + "+copied into " + logical.full() + " as " + copy;
+    forms.push_back({referenced, followed, {followed}});
+  }
+  return forms;
+}
+
 }  // namespace remold

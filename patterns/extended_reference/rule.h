@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rules/namespace.h"
+#include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
 
 namespace YAML {
@@ -57,6 +58,9 @@ struct ExtendedReferenceRule {
   std::string Describe() const;
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // How it stores the documents of its collections, as it serves now
+  // (patterns/pattern.h, "Sidecars").
+  std::vector<NamespaceForms> Forms() const;
   // "": the documents are stored as written, copies among their fields.
   std::string Unconverted() const { return ""; }
 };

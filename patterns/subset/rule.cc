@@ -160,4 +160,15 @@ std::string SubsetRule::OnAddition() const {
          "." + array + " from the children already stored";
 }
 
+std::vector<NamespaceForms> SubsetRule::Forms() const {
+  std::string form = std::string(kPlainForm) + "+subset " + parent.full() + "." + array + " by " + link_from +
+                     " first " + std::to_string(limit) + " by [";
+  for (size_t i = 0; i < sort.size(); ++i)
+    form += (i ? ", " : "") + sort[i].field + (sort[i].direction < 0 ? " desc" : " asc");
+  form += "] fields [";
+  for (size_t i = 0; i < fields.size(); ++i) form += (i ? ", " : "") + fields[i];
+  form += "]";
+  return {{logical, form, {form}}};
+}
+
 }  // namespace remold

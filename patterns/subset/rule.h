@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rules/namespace.h"
+#include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
 
 namespace YAML {
@@ -52,6 +53,9 @@ struct SubsetRule {
   std::string Describe() const;
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // How it stores the documents of its collections, as it serves now
+  // (patterns/pattern.h, "Sidecars").
+  std::vector<NamespaceForms> Forms() const;
   // "": the children are stored as written; `remold reconcile` checks the parents.
   std::string Unconverted() const { return ""; }
 

@@ -293,4 +293,19 @@ std::string VersionedRule::Unconverted() const {
   return "{" + JsonQuote(field) + ": {\"$in\": " + OlderVersionValues() + "}}";
 }
 
+std::vector<NamespaceForms> VersionedRule::Forms() const {
+  // Each version by its number and the changes of its upgrade steps.
+  auto version = [&](const DocumentVersion& v) {
+    std::string text = "versioned " + field + " " + std::to_string(v.number) + " [";
+    for (size_t i = 0; i < v.upgrade.size(); ++i) {
+      text += i ? "; " : "";
+      for (const std::string& changed : v.upgrade[i].Changes()) text += changed + " ";
+    }
+    return text + "]";
+  };
+  NamespaceForms forms{logical, version(versions.back()), {}};
+  for (const DocumentVersion& v : versions) forms.reads.push_back(version(v));
+  return {forms};
+}
+
 }  // namespace remold

@@ -12,6 +12,7 @@
 
 #include "patterns/expression/expression.h"
 #include "rules/namespace.h"
+#include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
 
 namespace YAML {
@@ -91,6 +92,9 @@ struct VersionedRule {
   std::string Describe() const;
   std::string OnRemoval() const;
   std::string OnAddition() const;
+  // How it stores the documents of its collections, as it serves now
+  // (patterns/pattern.h, "Sidecars").
+  std::vector<NamespaceForms> Forms() const;
   // Documents at an older version, as a filter (Extended JSON).
   std::string Unconverted() const;
   // The stored values of older versions, as a JSON array: null (and a

@@ -22,6 +22,12 @@ std::shared_ptr<const RuleSet> Rules(const std::vector<std::pair<std::string, st
 
 Doc Json(std::string_view json) { return *Doc::FromJson(json); }
 
+// The filter of a probe that is one $match.
+Doc Filter(const UnconvertedProbe& probe) {
+  EXPECT_EQ(probe.stages.size(), 1u);
+  return probe.stages.empty() ? Doc() : *FindDocument(probe.stages[0].get(), "$match");
+}
+
 TEST(UnconvertedProbes, OnePerRuleWithAFormToFind) {
   auto rules = Rules({
       {"readings.yaml", "namespace: iot.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
@@ -34,23 +40,42 @@ TEST(UnconvertedProbes, OnePerRuleWithAFormToFind) {
                         "    - target: posts\n      link: postId\n      fields:\n        commentCount: count\n"},
   });
   std::vector<UnconvertedProbe> probes = UnconvertedProbes(*rules);
-  ASSERT_EQ(probes.size(), 3u);  // the computed rule stores documents as written
+  ASSERT_EQ(probes.size(), 4u);
   std::map<std::string, const UnconvertedProbe*> by_rule;
   for (const UnconvertedProbe& probe : probes) by_rule[probe.rule] = &probe;
 
-  EXPECT_EQ(by_rule.at("readings")->filter, Json("{}"));
-  EXPECT_EQ(by_rule.at("readings")->logical.full(), "iot.readings");
-  EXPECT_EQ(by_rule.at("items")->filter,
+  EXPECT_EQ(Filter(*by_rule.at("readings")), Json("{}"));
+  EXPECT_EQ(by_rule.at("readings")->ns.full(), "iot.readings");
+  EXPECT_TRUE(by_rule.at("readings")->decides);
+  EXPECT_EQ(Filter(*by_rule.at("items")),
             Json(R"({"$or": [{"color": {"$exists": true}}, {"size": {"$exists": true}}]})"));
-  EXPECT_EQ(by_rule.at("products")->filter,
+  EXPECT_EQ(Filter(*by_rule.at("products")),
             Json(R"({"props": {"$exists": false}, "$expr": {"$gt": [{"$size": {"$filter": {
                        "input": {"$objectToArray": "$$ROOT"},
                        "cond": {"$and": [{"$not": [{"$in": ["$$this.k", ["_id", "name"]]}]},
                                          {"$ne": ["$$this.k", ""]},
                                          {"$not": [{"$and": [{"$gte": ["$$this.k", {"$literal": "$"}]}, {"$lt": ["$$this.k", "%"]}]}]}]}}}}, 0]}})"));
-  EXPECT_EQ(DescribeUnconverted(*by_rule.at("readings"), 60).substr(0, 104),
+  EXPECT_EQ(DescribeUnconverted(*by_rule.at("readings"), 60),
             "rule 'readings' (bucket, iot.readings): 60 document(s) written before the rule are not in its "
-            "form: docu");
+            "form: reads and deletes of iot.readings are refused (117), and inserts go into "
+            "iot.readings_buckets, until `remold migrate --rule readings` has moved them there");
+  // A computed rule's documents stay as written: what is not in its form
+  // is a target without its values, found from the sources.
+  const UnconvertedProbe& comments = *by_rule.at("comments");
+  EXPECT_TRUE(comments.decides);
+  EXPECT_EQ(comments.ns.full(), "blog.comments");
+  ASSERT_EQ(comments.stages.size(), 4u);
+  EXPECT_EQ(comments.stages[0], Json(R"({"$match": {"postId": {"$exists": true, "$ne": null}}})"));
+  EXPECT_EQ(comments.stages[1], Json(R"({"$group": {"_id": "$postId"}})"));
+  EXPECT_EQ(comments.stages[2],
+            Json(R"({"$lookup": {"from": "posts", "localField": "_id", "foreignField": "_id", "as": "target"}})"));
+  EXPECT_EQ(comments.stages[3],
+            Json(R"({"$match": {"target.0": {"$exists": true}, "$or": [{"target.commentCount": {"$exists": false}}]}})"));
+  EXPECT_EQ(DescribeUnconverted(comments, 3),
+            "rule 'comments' (computed, blog.comments): 3 target(s) in blog.posts without the values of their "
+            "documents in blog.comments: each write to blog.comments recomputes the values of the targets it "
+            "touches from their sources, as `migrating: true` does, until `remold migrate --rule comments` has "
+            "filled them");
   EXPECT_NE(DescribeUnconverted(*by_rule.at("readings"), kUnconvertedCountLimit).find("at least 1000000"),
             std::string::npos);
 }
@@ -68,15 +93,16 @@ TEST(UnconvertedProbes, AMigratingRuleCountsWhatTheMigrationHasLeft) {
   for (UnconvertedProbe& probe : UnconvertedProbes(*rules)) by_rule.emplace(probe.rule, std::move(probe));
   ASSERT_EQ(by_rule.size(), 3u);
   // A versioned rule always reads every version: what is left is what is older.
-  EXPECT_EQ(by_rule.at("users").filter, Json(R"({"schemaVersion": {"$in": [null, 1, 4]}})"));
+  EXPECT_EQ(Filter(by_rule.at("users")), Json(R"({"schemaVersion": {"$in": [null, 1, 4]}})"));
   EXPECT_EQ(DescribeUnconverted(by_rule.at("users"), 5),
             "rule 'users' (versioned, app.users): 5 document(s) are at an older version: reads upgrade them; "
             "`remold migrate --rule users` converts them");
-  EXPECT_EQ(by_rule.at("items").filter, Json(R"({"$or": [{"color": {"$exists": true}}]})"));
+  EXPECT_EQ(Filter(by_rule.at("items")), Json(R"({"$or": [{"color": {"$exists": true}}]})"));
+  EXPECT_FALSE(by_rule.at("items").decides);  // the rule says how it serves
   EXPECT_EQ(DescribeUnconverted(by_rule.at("items"), 3),
             "rule 'items' (attribute, shop.items): 3 document(s) written before the rule are not in its form "
             "yet: the rule is migrating: reads cover both forms; `remold migrate --rule items` converts them");
-  EXPECT_EQ(by_rule.at("gone").filter, Json(R"({"specs": {"$exists": true}})"));
+  EXPECT_EQ(Filter(by_rule.at("gone")), Json(R"({"specs": {"$exists": true}})"));
   EXPECT_EQ(DescribeUnconverted(by_rule.at("gone"), 2),
             "rule 'gone' (attribute, shop.gone): 2 document(s) are still in the rule's form: the rule is "
             "migrating to the flat form: reads cover both forms; `remold migrate --rule gone --to flat` "
@@ -98,14 +124,14 @@ TEST(UnconvertedProbes, NamesWithQuotesOrBackslashesAreQuoted) {
   std::map<std::string, UnconvertedProbe> by_rule;
   for (UnconvertedProbe& probe : UnconvertedProbes(*rules)) by_rule.emplace(probe.rule, std::move(probe));
   ASSERT_EQ(by_rule.size(), 3u);
-  EXPECT_EQ(by_rule.at("items").filter, Json(R"({"$or": [{"co\"lor": {"$exists": true}}]})"));
-  EXPECT_EQ(by_rule.at("products").filter,
+  EXPECT_EQ(Filter(by_rule.at("items")), Json(R"({"$or": [{"co\"lor": {"$exists": true}}]})"));
+  EXPECT_EQ(Filter(by_rule.at("products")),
             Json(R"({"pr\"ops": {"$exists": false}, "$expr": {"$gt": [{"$size": {"$filter": {
                        "input": {"$objectToArray": "$$ROOT"},
                        "cond": {"$and": [{"$not": [{"$in": ["$$this.k", ["_id", "na\\me"]]}]},
                                          {"$ne": ["$$this.k", ""]},
                                          {"$not": [{"$and": [{"$gte": ["$$this.k", {"$literal": "$"}]}, {"$lt": ["$$this.k", "%"]}]}]}]}}}}, 0]}})"));
-  EXPECT_EQ(by_rule.at("users").filter, Json(R"({"sche\"ma": {"$in": [null, 1]}})"));
+  EXPECT_EQ(Filter(by_rule.at("users")), Json(R"({"sche\"ma": {"$in": [null, 1]}})"));
   const AttributeRule& products = std::get<AttributeRule>(rules->Find("shop", "products")->pattern);
   EXPECT_EQ(Json(DocumentsToMigrate(products, MigrationDirection::kToFlat)),
             Json(R"({"pr\"ops": {"$exists": true}})"));

@@ -131,16 +131,25 @@ std::optional<int64_t> BackendClient::EstimatedCount(const Namespace& ns) {
 }
 
 int64_t BackendClient::CountDocuments(const Namespace& ns, const bson_t* filter, int64_t limit) {
-  Doc match, limit_stage, group, count_spec, sum;
+  Doc match;
   BSON_APPEND_DOCUMENT(match.mut(), "$match", filter);
+  return CountPipeline(ns, {match}, limit);
+}
+
+int64_t BackendClient::CountPipeline(const Namespace& ns, const std::vector<Doc>& stages, int64_t limit) {
+  Doc limit_stage, group, count_spec, sum;
   BSON_APPEND_INT64(limit_stage.mut(), "$limit", limit);
   BSON_APPEND_INT32(sum.mut(), "$sum", 1);
   BSON_APPEND_INT32(count_spec.mut(), "_id", 1);
   AppendDoc(count_spec.mut(), "n", sum);
   AppendDoc(group.mut(), "$group", count_spec);
+  std::vector<Doc> pipeline = stages;
+  pipeline.push_back(std::move(limit_stage));
+  pipeline.push_back(std::move(group));
   Doc command, cursor;
   AppendString(command.mut(), "aggregate", ns.collection);
-  AppendArray(command.mut(), "pipeline", {match, limit_stage, group});
+  AppendArray(command.mut(), "pipeline", pipeline);
+  BSON_APPEND_BOOL(command.mut(), "allowDiskUse", true);
   AppendDoc(command.mut(), "cursor", cursor);
   int64_t count = 0;
   Drain(ns, Command(ns.db, command, ns.full()),

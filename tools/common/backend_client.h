@@ -91,6 +91,8 @@ class BackendClient {
   // How many documents match `filter`, counting up to `limit`
   // (kCountAll: all of them).
   int64_t CountDocuments(const Namespace& ns, const bson_t* filter, int64_t limit);
+  // How many documents `stages` (a pipeline on `ns`) outputs, up to `limit`.
+  int64_t CountPipeline(const Namespace& ns, const std::vector<Doc>& stages, int64_t limit);
   UpdateResult UpdateOne(const Namespace& ns, const bson_t* filter, const bson_t* update, bool upsert);
   // One unordered update command of `statements` ({q, u, multi}), in one
   // round trip.

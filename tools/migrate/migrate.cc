@@ -268,9 +268,17 @@ int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ost
                          (options.layer.empty() ? "" : " (not '" + options.layer + "')"));
       rule = &*layer_rule;
     }
-    MigrationRequest request{*rule, setup.config, options.direction, options.pass, options.throttled,
+    // A rule whose file leaves its adoption to remold serves both forms (or
+    // refuses) while documents written before it remain: `remold serve`
+    // serves it so until this migration is done (app/adoption.h).
+    Rule served = *rule;
+    served.pattern = WhileUnconvertedLayer(served.pattern);
+    for (PatternRule& below : served.below) below = WhileUnconvertedLayer(below);
+    std::optional<PatternRule> served_below;
+    if (stored_by) served_below = WhileUnconvertedLayer(*stored_by);
+    MigrationRequest request{served, setup.config, options.direction, options.pass, options.throttled,
                              options.rules_given, out, err, err_is_terminal};
-    request.stored_by = stored_by;
+    request.stored_by = served_below ? &*served_below : nullptr;
     return MigrateRule(request);
   });
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tools/common/progress.h"
+#include "tools/migrate/checkpoint.h"
 #include "tools/common/tool_run.h"
 #include "tools/reconcile/reconcile.h"
 
@@ -66,6 +67,11 @@ int FillValues(const MigrationRequest& request, std::string_view pattern, bool f
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out << "migrate: filled " << WithThousands(filled) << " document(s) in " << FormatSeconds(seconds) << "; "
       << WithThousands(left) << " left out of step\n";
+  // Where `remold serve` sees that the values are filled (app/adoption.h).
+  Checkpoint checkpoint = LoadCheckpoint(*backend, rule.name, rule.logical(), MigrationDirection::kToRule);
+  checkpoint.converted += filled;
+  checkpoint.failed = left;
+  SaveCheckpoint(*backend, checkpoint, left == 0);
   if (left == 0) {
     out << "migrate: done: every value rule " << rule.name
         << " maintains is in step with its sources; `migrating: true` can be removed from the rule\n";

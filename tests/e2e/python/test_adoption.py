@@ -17,6 +17,7 @@ import pytest
 
 from conftest import NO_PROXY
 from test_logging import wait_for_log
+from test_metrics import scrape, start_observed, value
 from test_rules import run_remold
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="asserts remold's own warnings")
@@ -151,5 +152,117 @@ def test_a_dollar_prefixed_field_is_not_an_attribute_written_before_the_rule(pri
         result = run_remold("check", str(rules), "--backend", backend.uri)
         assert result.returncode == 1 and f"({'attribute'}, {db_name}.products): 1 document(s)" in result.stdout, \
             result.stdout
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def adoption_rules(rules: Path, db: str, bucket_extra: str = "") -> None:
+    """A bucket, an attribute and a computed rule over collections that hold
+    data already; none says `migrating`."""
+    rules.mkdir()
+    (rules / "readings.yaml").write_text(
+        f"namespace: {db}.readings\npattern: bucket\nbucket:\n  collection: readings_buckets\n"
+        f"  meta: [sensor]\n  time: at\n  span: 1h\n{bucket_extra}")
+    (rules / "products.yaml").write_text(
+        f"namespace: {db}.products\npattern: attribute\nattribute:\n  array: specs\n  except: [name]\n")
+    (rules / "comments.yaml").write_text(
+        f"namespace: {db}.comments\npattern: computed\ncomputed:\n  aggregates:\n    - target: posts\n"
+        "      link: postId\n      fields:\n        commentCount: count\n")
+
+
+def seed_before_rules(database) -> None:
+    at = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    database.readings.insert_many([{"sensor": "s1", "at": at + datetime.timedelta(minutes=i), "temp": 1.0}
+                                   for i in range(60)])
+    database.products.insert_many([{"_id": 1, "name": "laptop", "ram_gb": 16}, {"_id": 2, "name": "desktop", "ram_gb": 32},
+                                   {"_id": 3, "name": "cable"}])
+    database.posts.insert_one({"_id": "p1", "title": "hello"})
+    database.comments.insert_many([{"postId": "p1", "text": f"c{i}"} for i in range(3)])
+
+
+def test_rules_over_existing_data_answer_right_or_refuse_clearly(private_remold, make_client, direct_client,
+                                                                 backend, db_name, tmp_path):
+    """Issue 28, item 1: rules added over data written before them, without
+    `remold migrate` first. Each answers as the plain collection would, or
+    refuses clearly, until the migration is done: the attribute rule
+    matches both forms, the computed rule recomputes what a write touches,
+    and the bucket rule refuses reads (117, naming `remold migrate`). Once
+    a migration is done, remold sees it and serves the rule's form alone."""
+    rules = tmp_path / "rules"
+    adoption_rules(rules, db_name)
+    seed_before_rules(direct_client[db_name])
+    try:
+        remold, metrics = start_observed(private_remold, "--rules", str(rules), "--log-level", "info")
+        log = wait_for_log(remold, lambda text: text.count("written before the rule") >= 2
+                           and "target(s) in" in text)
+        samples = scrape(metrics)
+        for rule, pattern, left in (("readings", "bucket", 60), ("products", "attribute", 2),
+                                    ("comments", "computed", 1)):
+            assert value(samples, "remold_rule_adoption", rule=rule, pattern=pattern, state="not_in_form") == 1
+            assert value(samples, "remold_rule_unconverted_documents", rule=rule, pattern=pattern) == left
+        assert (f"rule 'readings' (bucket, {db_name}.readings): 60 document(s) written before the rule are not "
+                f"in its form: reads and deletes of {db_name}.readings are refused (117)") in log
+        assert f"rule 'products' (attribute, {db_name}.products): 2 document(s)" in log
+        assert f"rule 'comments' (computed, {db_name}.comments): 1 target(s) in {db_name}.posts" in log
+        db = make_client(remold.uri)[db_name]
+
+        # Attribute: the products written flat are found by their attributes.
+        assert sorted(d["_id"] for d in db.products.find({"ram_gb": {"$gte": 16}})) == [1, 2]
+        assert db.products.find_one({"_id": 1}) == {"_id": 1, "name": "laptop", "ram_gb": 16}
+        db.products.insert_one({"_id": 4, "name": "tablet", "ram_gb": 8})
+        assert direct_client[db_name].products.find_one({"_id": 4})["specs"] == [{"k": "ram_gb", "v": 8}]
+        assert db.products.count_documents({"ram_gb": {"$exists": True}}) == 3
+
+        # Computed: a comment written now counts the 3 written before.
+        db.comments.insert_one({"postId": "p1", "text": "c3"})
+        assert db.posts.find_one({"_id": "p1"})["commentCount"] == 4
+
+        # Bucket: reads would miss 60 readings: refused, naming the remedy.
+        for read in (lambda: db.readings.count_documents({}), lambda: list(db.readings.find({"sensor": "s1"})),
+                     lambda: db.readings.distinct("sensor"),
+                     lambda: list(db.products.aggregate([{"$lookup": {"from": "readings", "pipeline": [],
+                                                                      "as": "r"}}]))):
+            with pytest.raises(pymongo.errors.OperationFailure) as refused:
+                read()
+            assert refused.value.code == 117, refused.value.details
+            assert "remold migrate --rule readings" in str(refused.value), refused.value.details
+        at = datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc)
+        db.readings.insert_one({"sensor": "s2", "at": at, "temp": 2.0})  # inserts go into buckets
+
+        # The migrations, with the application's remold running: it sees each
+        # one done and serves the rule's form alone.
+        for rule, pattern in (("readings", "bucket"), ("products", "attribute"), ("comments", "computed")):
+            result = run_remold("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", rule)
+            assert result.returncode == 0, result.stdout + result.stderr
+            done = f"rule '{rule}' ({pattern}, {db_name}.{rule}): nothing written before the rule is left"
+            wait_for_log(remold, lambda text: done in text, timeout=30)
+        samples = scrape(metrics)
+        for rule, pattern in (("readings", "bucket"), ("products", "attribute"), ("comments", "computed")):
+            assert value(samples, "remold_rule_adoption", rule=rule, pattern=pattern, state="in_form") == 1
+        assert db.readings.count_documents({}) == 61
+        assert sorted(d["_id"] for d in db.products.find({"ram_gb": {"$gte": 16}})) == [1, 2]
+        assert direct_client[db_name].products.count_documents({"specs": {"$exists": False}, "ram_gb": {"$exists": True}}) == 0
+        db.comments.insert_one({"postId": "p1", "text": "c4"})
+        assert db.posts.find_one({"_id": "p1"})["commentCount"] == 5
+        assert remold.alive()
+    finally:
+        direct_client.drop_database(db_name)
+
+
+def test_migrating_false_serves_the_rules_form_alone_knowingly(private_remold, make_client, direct_client,
+                                                               db_name, tmp_path):
+    """The operator's word: `migrating: false` says every document is in the
+    rule's form. remold then serves that form alone (a bucket rule reads its
+    buckets, missing the readings written before it), and still warns of
+    what it counted."""
+    rules = tmp_path / "rules"
+    adoption_rules(rules, db_name, bucket_extra="  migrating: false\n")
+    seed_before_rules(direct_client[db_name])
+    try:
+        remold = private_remold(extra_args=("--rules", str(rules), "--log-level", "info"))
+        log = wait_for_log(remold, lambda text: f"rule 'readings' (bucket, {db_name}.readings): 60" in text)
+        assert "are not converted (`migrating: false`)" in log
+        db = make_client(remold.uri)[db_name]
+        assert db.readings.count_documents({}) == 0
     finally:
         direct_client.drop_database(db_name)
