@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -89,13 +90,53 @@ void AdoptionMonitor::Load(std::shared_ptr<const RuleSet> loaded) {
 
 void AdoptionMonitor::Publish() {
   std::set<std::string> in_form;
-  for (const Rule& rule : loaded_->rules())
+  for (const Rule& rule : loaded_->rules()) {
+    if (disturbed_.count(rule.name)) continue;
     for (size_t i = 0; i < rule.layers().size(); ++i) {
       const std::string key = LayerKey(rule, i);
       auto layer = layers_.find(key);
       if (layer == layers_.end() || layer->second.state == State::kInForm) in_form.insert(key);
     }
+  }
   serving_->Store(std::make_shared<const RuleSet>(ServingRules(*loaded_, in_form)));
+}
+
+void AdoptionMonitor::OthersWrite(const std::map<std::string, std::map<std::string, std::string>>& writes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!loaded_) return;
+  std::map<std::string, std::string> disturbed;  // rule -> why
+  for (const Rule& rule : loaded_->rules())
+    for (const NamespaceForms& forms : rule.Forms()) {  // as it serves once in form
+      auto written = writes.find(forms.ns.full());
+      if (written == writes.end()) continue;
+      for (const auto& [form, sidecar] : written->second)
+        if (std::find(forms.reads.begin(), forms.reads.end(), form) == forms.reads.end() &&
+            !disturbed.count(rule.name))
+          disturbed[rule.name] = sidecar + " writes " + forms.ns.full() + " as '" + form + "'";
+    }
+  bool changed = false;
+  for (const auto& [rule, why] : disturbed) {
+    if (disturbed_.count(rule)) continue;
+    changed = true;
+    spdlog::warn("rules: rule '{}': {}, which its form does not read: it serves as while documents written "
+                 "before it remain, until the sidecars agree", rule, why);
+  }
+  for (const std::string& rule : disturbed_) {
+    if (disturbed.count(rule)) continue;
+    changed = true;
+    spdlog::info("rules: rule '{}': no live sidecar writes its collections in a form it does not read any more; "
+                 "it counts what they wrote meanwhile", rule);
+    for (auto& [key, layer] : layers_)
+      if (layer.rule == rule && layer.state != State::kUncountable) {
+        layer.state = State::kCounting;  // what was written meanwhile is counted before anything else
+        layer.due = Clock::now();
+      }
+  }
+  disturbed_.clear();
+  for (const auto& [rule, why] : disturbed) disturbed_.insert(rule);
+  if (!changed) return;
+  Publish();
+  wake_.notify_all();
 }
 
 bool AdoptionMonitor::AwaitCounts(std::chrono::milliseconds deadline) {

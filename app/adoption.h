@@ -54,6 +54,11 @@ class AdoptionMonitor {
   // Puts the rules the files say in force (as ServingRules serves them)
   // and counts what is new or changed since the last load.
   void Load(std::shared_ptr<const RuleSet> loaded);
+  // What the other live sidecars of the group write (app/sidecars.h): for
+  // each collection, each form and one sidecar that writes it. A rule whose
+  // form does not read one of them serves as while documents written
+  // before it remain, until none does; then it counts again.
+  void OthersWrite(const std::map<std::string, std::map<std::string, std::string>>& writes);
   // Waits until every deciding layer has been counted once (or found
   // uncountable), at most `deadline`; false when some still are not.
   bool AwaitCounts(std::chrono::milliseconds deadline);
@@ -103,6 +108,7 @@ class AdoptionMonitor {
   bool stopping_ = false;
   std::shared_ptr<const RuleSet> loaded_;
   std::map<std::string, Layer> layers_;          // deciding layers, by LayerKey
+  std::set<std::string> disturbed_;              // rules another sidecar writes in a form they do not read
   std::vector<UnconvertedProbe> once_;           // the other probes of the last loads, not counted yet
   std::unique_ptr<BackendClient> client_;       // the thread's alone
   std::thread thread_;

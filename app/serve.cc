@@ -292,6 +292,7 @@ void ServeRun::JoinSidecars() {
   SidecarRegistry::Options options{config_.backend, config_.identity, config_.sidecars_group,
                                    config_.sidecars_registry,
                                    config_.listen.host + ":" + std::to_string(config_.listen.port)};
+  options.others_write = [adoption = adoption_](const auto& writes) { adoption->OthersWrite(writes); };
   sidecars_ = std::make_shared<SidecarRegistry>(std::move(options), rules_);
   GlobalMetrics().AddCollector([sidecars = sidecars_](prometheus::TextWriter& out) {
     out.Family("remold_sidecars_live", "gauge",

@@ -228,7 +228,13 @@ void SidecarRegistry::Beat(BackendClient& client) {
   std::vector<SidecarForms> live;
   for (auto& [at, sidecar] : heartbeats)
     if (at >= now - options_.live.count()) live.push_back(std::move(sidecar));
-  Report(Disagreements({id_, "this remold", forms}, live), live.size());
+  if (options_.others_write) {
+    std::map<std::string, std::map<std::string, std::string>> writes;
+    for (const NamespaceForms& mine : forms)
+      for (const SidecarForms& other : live) writes[mine.ns.full()][Writes(other.forms, mine.ns.full())] = other.description;
+    options_.others_write(writes);  // may change how this remold's rules serve: read them again
+  }
+  Report(Disagreements({id_, "this remold", FormsOf(*serving_->Load())}, live), live.size());
 
   if (++beats_ % kSweepEvery == 1 && now > 0) {
     Doc statement, q, older;

@@ -26,6 +26,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,6 +79,10 @@ class SidecarRegistry {
     std::string listen;  // this remold's client address, for the others' messages
     std::chrono::milliseconds interval{2000};
     std::chrono::milliseconds live{10000};
+    // After each heartbeat, with what the other live sidecars write to the
+    // collections this remold's rules concern: for each collection, each
+    // form and one sidecar that writes it (AdoptionMonitor::OthersWrite).
+    std::function<void(const std::map<std::string, std::map<std::string, std::string>>&)> others_write;
   };
 
   SidecarRegistry(Options options, std::shared_ptr<RuleSetHolder> serving);
