@@ -544,7 +544,8 @@ class VersionedRewriter {
             ": the documents at older versions this write matches, which it stores upgraded first, were not "
             "all upgraded in " + std::to_string(kMaxUpgradeRounds) + " rounds of " + std::to_string(kUpgradeBatch) +
             " (more of them, or some that keep changing); those upgraded stay so, the write did not run. Run "
-            "`remold migrate --rule " + rule_.name + "`, then the write again");
+            "`remold migrate --rule " + rule_.name + (rule_.below.empty() ? "" : " --layer versioned") +
+            "`, then the write again");
     return AfterPrelude(OlderMatchesRead(filters, collation),
                         [command, rule](const Doc& reply) { return UpgradeWrites(command, rule, reply, false); },
                         std::move(plan), kMaxUpgradeRounds, unfinished);

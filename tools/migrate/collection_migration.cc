@@ -60,8 +60,9 @@ int MigrateCollection(const MigrationRequest& request, std::string_view pattern,
         << (request.to_rule() ? "" : "; the rule can be deleted") << "\n";
     return kMigrationDone;
   }
-  out << "migrate: " << WithThousands(outcome.left)
-      << " document(s) left: those reported above cannot be moved, or kept changing; run again after fixing them\n";
+  out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "
+      << (outcome.failed > 0 ? "those reported above cannot be moved, or kept changing; run again after fixing them\n"
+                             : "each changed every time it was read, before it could be moved; run again\n");
   return kMigrationLeft;
 }
 

@@ -48,10 +48,12 @@ int MigrateDocuments(const MigrationRequest& request, const DocumentConverter& c
         << (to_rule ? "rule's form; " : "flat form; ") << converter.when_done << "\n";
     return kMigrationDone;
   }
-  out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "
-      << (to_rule ? "those reported above cannot be converted, or kept changing; run again after fixing them"
-                  : "those reported above cannot be unfolded, or kept changing; run again after fixing them")
-      << "\n";
+  out << "migrate: " << WithThousands(outcome.left) << " document(s) left: ";
+  if (outcome.failed > 0)
+    out << (to_rule ? "those reported above cannot be converted, " : "those reported above cannot be unfolded, ")
+        << "or kept changing; run again after fixing them\n";
+  else
+    out << "each changed every time it was read, before it could be written converted; run again\n";
   return kMigrationLeft;
 }
 

@@ -508,7 +508,7 @@ def test_versioned_seen_through_lookup(private_remold, direct_client, db_name, t
 
 
 def test_a_document_left_with_an_empty_pair_array_upgrades_under_the_stack(tmp_path, private_remold, make_client,
-                                                                            direct_client, db_name):
+                                                                            direct_client, backend, db_name):
     """Under an attribute rule, $unset of a document's last attribute leaves
     its pair array empty. Once the rule becomes the stack [versioned,
     attribute], that document is at an older version, and every write that
@@ -537,5 +537,14 @@ def test_a_document_left_with_an_empty_pair_array_upgrades_under_the_stack(tmp_p
         assert users.find_one({"_id": 1}) == {"_id": 1, **upgraded, "age": 5}
         assert users.delete_one({"_id": 2}).deleted_count == 1
         assert [d["_id"] for d in direct_client[db_name].users.find()] == [1]
+        # `remold migrate` of the versioned layer upgrades such a document
+        # too, and says so (it reported "1 left", naming none, at "4/1").
+        direct_client[db_name].users.insert_one({"_id": 3, "owner": "z", "specs": []})
+        result = run_remold("migrate", "--backend", backend.uri, "--rules", str(stacked), "--rule", "users",
+                            "--layer", "versioned")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "0 left" in result.stdout and "those reported above" not in result.stdout, result.stdout
+        assert "/1 " not in result.stderr.replace("1/1 ", ""), result.stderr
+        assert direct_client[db_name].users.find_one({"_id": 3})["schemaVersion"] == 3
     finally:
         direct_client.drop_database(db_name)
