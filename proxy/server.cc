@@ -185,7 +185,8 @@ awaitable<void> Server::AcceptLoop() {
     auto session = std::make_shared<Session>(
         std::move(socket),
         Session::Shared{options_.backend, *options_.rules, ensured_, options_.policy,
-                        options_.slow_operation, options_.topology.get(), &pins_, options_.client_compression},
+                        options_.slow_operation, options_.topology.get(), &pins_, options_.client_compression,
+                        &heavy_work_},
         id);
     asio::post(worker.context(), [&worker, session] { worker.Start(session); });
   }

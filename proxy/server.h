@@ -74,11 +74,16 @@ class Server {
   void IgnoreSignalsUntilExit();
   void WaitForDrain();
 
+  // Enough for a few large messages at once; a core's worth each.
+  static constexpr int kHeavyWorkThreads = 2;
   ServerOptions options_;
   asio::io_context main_context_{1};
   Acceptor acceptor_{main_context_};
   // Released, never destroyed, once stopping (IgnoreSignalsUntilExit).
   std::unique_ptr<asio::signal_set> signals_ = std::make_unique<asio::signal_set>(main_context_);
+  // The rewriting of large messages (proxy/heavy_work.h); declared before
+  // the workers, whose sessions use it, so it outlives them.
+  asio::thread_pool heavy_work_{kHeavyWorkThreads};
   std::vector<std::unique_ptr<Worker>> workers_;
   EnsuredCommands ensured_;
   RoutingPins pins_;

@@ -6,6 +6,7 @@
 
 #include "proxy/error_reply.h"
 #include "proxy/handshake.h"
+#include "proxy/heavy_work.h"
 #include "proxy/mongos_persona.h"
 #include "proxy/backend_compression.h"
 #include "proxy/bson_check.h"
@@ -199,7 +200,12 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
   }
   if (std::shared_ptr<const RuleSet> rules = shared_.rules.Load(); !rules->empty()) {
     if (std::optional<Command> command = CommandForRules(request, *rules)) {
-      if (std::optional<Plan> plan = Rewrite(*command, *rules, capabilities_)) {
+      std::optional<Plan> plan;
+      if (request_.size() >= kHeavyWorkBytes && shared_.heavy_work)
+        co_await RunOn(*shared_.heavy_work, [&] { plan = Rewrite(*command, *rules, capabilities_); });
+      else
+        plan = Rewrite(*command, *rules, capabilities_);
+      if (plan) {
         // Every command of a plan goes to the primary (or the transaction's member).
         if (route_) route_->kind = RequestRoute::Kind::kPrimary;
         co_return co_await ExecutePlan(request, *plan);
@@ -593,7 +599,9 @@ awaitable<bool> Session::EnsurePrerequisites(const Plan& plan, std::optional<Doc
 awaitable<std::optional<ShapedReply>> Session::RunCommands(const wire::Request& request,
                                                            Plan plan) {
   PlanRunner runner(std::move(plan));
-  while (const BackendCommand* command = runner.Next()) {
+  bool heavy = false;  // a large reply: shaping the client's reply may be too (proxy/heavy_work.h)
+  const BackendCommand* command = runner.Next();
+  while (command) {
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("session {}: rule {}: sends {}", id_, runner.plan().rule,
                     FoldedCommand(*command).ToRelaxedJson());
@@ -603,10 +611,22 @@ awaitable<std::optional<ShapedReply>> Session::RunCommands(const wire::Request& 
                    request.command);
       co_return std::nullopt;
     }
-    runner.Accept(std::move(*reply));
+    if (reply->bytes().size() >= kHeavyWorkBytes && shared_.heavy_work) {
+      heavy = true;
+      co_await RunOn(*shared_.heavy_work, [&] {
+        runner.Accept(std::move(*reply));
+        command = runner.Next();
+      });
+    } else {
+      runner.Accept(std::move(*reply));
+      command = runner.Next();
+    }
   }
   if (MayDropIndexes(request.command) && !runner.refused()) shared_.ensured.Clear();
-  co_return runner.Finish();
+  if (!heavy) co_return runner.Finish();
+  std::optional<ShapedReply> shaped;
+  co_await RunOn(*shared_.heavy_work, [&] { shaped = runner.Finish(); });
+  co_return shaped;
 }
 
 void Session::ReleaseLargeBuffers() {

@@ -51,6 +51,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // Whether the handshake reply agrees to compress the client link with
     // what the client offered; off: the client link stays plain.
     bool client_compression = false;
+    // Where the rewriting of a large message runs (proxy/heavy_work.h);
+    // null: on the session's own thread.
+    asio::thread_pool* heavy_work = nullptr;
   };
 
   Session(Socket client, Shared shared, uint64_t id);

@@ -413,12 +413,20 @@ Doc UnfoldAttributes(const AttributeRule& rule, const bson_t* doc,
   // The document's own field names, to detect a pair that would clash (a
   // hash set: a document may hold hundreds of thousands of pairs, and the
   // work must stay linear in them).
+  // Sized up front from the array's bytes (a pair takes at least 16), so
+  // neither rehashes nor grows while it fills.
+  uint32_t array_bytes = 0;
+  const uint8_t* array_data = nullptr;
+  bson_iter_array(&*array, &array_bytes, &array_data);
+  const size_t pairs_at_most = array_bytes / 16 + 1;
   std::unordered_set<std::string_view> taken;
+  taken.reserve(pairs_at_most + 16);
   bson_iter_t it;
   bson_iter_init(&it, doc);
   while (bson_iter_next(&it)) taken.emplace(bson_iter_key(&it));
   // Every element must be exactly a {key: string, value} pair with a new name.
   std::vector<std::pair<std::string_view, bson_iter_t>> fields;
+  fields.reserve(pairs_at_most);
   bson_iter_t child, copy = *array;
   bson_iter_recurse(&copy, &child);
   while (bson_iter_next(&child)) {
