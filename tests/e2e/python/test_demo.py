@@ -18,7 +18,7 @@ import sys
 import pymongo
 import pytest
 
-from conftest import REMOLD_BINARY, SOURCE_DIR
+from conftest import REMOLD_BINARY, SOURCE_DIR, remold_environment
 
 sys.path.insert(0, str(SOURCE_DIR / "examples"))
 import demo_comments  # noqa: E402
@@ -90,7 +90,8 @@ def test_demo_script_runs_at_a_small_size(proxy_only):
     result = subprocess.run([sys.executable, str(SOURCE_DIR / "examples" / "demo.py"),
                              "--build", str(REMOLD_BINARY.parent), "--sensors", "2", "--days", "1",
                              "--products", "100", "--posts", "3", "--comments", "50", "--queries", "2"],
-                            cwd=SOURCE_DIR, capture_output=True, text=True, timeout=120)
+                            cwd=SOURCE_DIR, capture_output=True, text=True, timeout=120,
+                            env=remold_environment(None))  # its own backend takes no credentials
     assert result.returncode == 0, result.stdout + result.stderr
     for part in ("readings (demo.readings, bucket rule): 2,880 readings",
                  "products (demo.products, attribute rule): 100 products",

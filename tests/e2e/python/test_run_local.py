@@ -25,7 +25,7 @@ from pathlib import Path
 import pymongo
 import pytest
 
-from conftest import SOURCE_DIR, require_binary
+from conftest import SOURCE_DIR, remold_environment, require_binary
 
 sys.path.insert(0, str(SOURCE_DIR / "examples"))
 import example_rules  # noqa: E402
@@ -40,7 +40,9 @@ class RunLocal:
 
     def __init__(self, *flags: str):
         self.stderr = tempfile.TemporaryFile()
-        env = {**os.environ, "REMOLD_LISTEN": "127.0.0.1:0"}
+        # Its own in-memory backend, which takes no credentials: none of the
+        # suite's backend (remold would log in with them, and fail to count).
+        env = {**remold_environment(None), "REMOLD_LISTEN": "127.0.0.1:0"}
         self.proc = subprocess.Popen(["bash", "scripts/run-local.sh", str(require_binary()), *flags],
                                      cwd=SOURCE_DIR, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, start_new_session=True)
