@@ -313,6 +313,11 @@ std::string Metrics::Render() const {
              "backend was lost, or a follow-up write failed (logged as a warning).");
   for (const auto& [name, rule] : table->sorted)
     out.Sample("remold_rewrite_errors_total", {{"rule", name}}, rule->errors.Get());
+  out.Family("remold_documents_returned_as_stored_total", "counter",
+             "Documents a rule's read returned as they are stored, because they are not in its form and "
+             "cannot be turned into it (an attribute rule's pair array that is not one), by rule.");
+  for (const auto& [name, rule] : table->sorted)
+    out.Sample("remold_documents_returned_as_stored_total", {{"rule", name}}, rule->returned_as_stored.Get());
   out.Family("remold_rewrite_seconds", "histogram",
              "Time to serve a rewritten request, by rule: every backend command of the plan "
              "and the shaping of the reply.");

@@ -85,6 +85,9 @@ struct RuleMetrics {
   const std::string name;
   prometheus::SharedCounter rewrites;
   prometheus::SharedCounter errors;
+  // Documents a read returned as they are stored, not in the rule's form
+  // (ShapedReply::returned_as_stored).
+  prometheus::SharedCounter returned_as_stored;
   prometheus::LatencyHistogram<prometheus::SharedCounter> seconds;
 };
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <mutex>
 #include <string_view>
 
 #include "proxy/error_reply.h"
@@ -537,6 +539,7 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
       spdlog::debug("session {}: rule {}: {}", id_, rule, warning);
   }
   for (const std::string& notice : shaped->notices) spdlog::info("session {}: rule {}: {}", id_, rule, notice);
+  if (shaped->returned_as_stored > 0) NoteReturnedAsStored(rule, shaped->returned_as_stored);
   if (!co_await SendReply(request, shaped->reply)) co_return false;
   if (!shaped->cursors_to_kill.empty()) {
     if (!co_await RoundTrip(KillCursorsCommand(*shaped))) co_return false;
@@ -627,6 +630,23 @@ awaitable<std::optional<ShapedReply>> Session::RunCommands(const wire::Request& 
   std::optional<ShapedReply> shaped;
   co_await RunOn(*shared_.heavy_work, [&] { shaped = runner.Finish(); });
   co_return shaped;
+}
+
+// Counted every time; logged once a minute at most per rule, so that a
+// collection read often does not flood the log.
+void Session::NoteReturnedAsStored(const std::string& rule, int64_t documents) {
+  rule_metrics_->returned_as_stored.Add(static_cast<uint64_t>(documents));
+  static std::mutex mutex;
+  static std::map<std::string, Clock::time_point> last_logged;
+  std::lock_guard<std::mutex> lock(mutex);
+  const Clock::time_point now = Clock::now();
+  auto [last, first] = last_logged.try_emplace(rule, now);
+  if (!first && now - last->second < std::chrono::minutes(1)) return;
+  last->second = now;
+  spdlog::warn("session {}: rule {}: {} document(s) returned as stored: they are not in the rule's form and "
+               "cannot be turned into it (written behind remold's back?); `remold check --backend` counts them "
+               "(logged once a minute at most; remold_documents_returned_as_stored_total counts them all)",
+               id_, rule, documents);
 }
 
 void Session::ReleaseLargeBuffers() {

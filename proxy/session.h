@@ -128,6 +128,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Sends the plan's commands as rewrite/plan_runner.h decides and shapes
   // the client's reply; nullopt when the backend connection was lost.
   awaitable<std::optional<ShapedReply>> RunCommands(const wire::Request& request, Plan plan);
+  // Counts and logs the documents a rule's reply returned as stored.
+  void NoteReturnedAsStored(const std::string& rule, int64_t documents);
   // Sends one command to the backend and reads its reply document.
   awaitable<std::optional<Doc>> RoundTrip(const BackendCommand& command);
   // RoundTrip, sent again to the new primary when the member answers that

@@ -46,6 +46,11 @@ struct ShapedReply {
   // What went well but operators may want to know (a sync that set a
   // large number of copies); the proxy logs each line at info.
   std::vector<std::string> notices;
+  // Documents the reply holds as they are stored, because they are not in
+  // the rule's form and cannot be turned into it (written behind remold's
+  // back): a plain collection would return them so. The proxy counts and
+  // logs them.
+  int64_t returned_as_stored = 0;
 };
 
 // What runs after some backend commands ran: the next commands, and what

@@ -144,11 +144,16 @@ class AttributeRewriter {
   }
 
   // Unfolds the documents of a cursor reply's first or next batch.
-  static Doc UnfoldCursorReply(const AttributeRule& rule, const Doc& reply) {
+  // The cursor's documents unfolded; `as_stored` counts those kept as
+  // stored (a pair array that is not one keeps its place in the result).
+  static Doc UnfoldCursorReply(const AttributeRule& rule, const Doc& reply, int64_t& as_stored) {
     return RewriteCursorReply(reply, [&](std::string_view key, const bson_iter_t& value, CursorOut cursor) {
       if ((key != "firstBatch" && key != "nextBatch") || !BSON_ITER_HOLDS_ARRAY(&value)) return false;
       std::vector<Doc> docs;
-      for (const Doc& doc : ArrayDocuments(value)) docs.push_back(UnfoldAttributes(rule, doc.get()));
+      for (const Doc& doc : ArrayDocuments(value)) {
+        docs.push_back(UnfoldAttributes(rule, doc.get()));
+        if (Find(docs.back().get(), rule.array_field)) ++as_stored;
+      }
       AppendArray(cursor.doc, key, docs);
       return true;
     });
@@ -161,7 +166,7 @@ class AttributeRewriter {
     const AttributeRule rule = a_;
     plan.shape = [rule](std::span<const Doc> replies) {
       ShapedReply out;
-      out.reply = rule.unfold ? UnfoldCursorReply(rule, replies.front()) : replies.front();
+      out.reply = rule.unfold ? UnfoldCursorReply(rule, replies.front(), out.returned_as_stored) : replies.front();
       return out;
     };
     return plan;
@@ -567,7 +572,9 @@ class AttributeRewriter {
         std::string_view key = bson_iter_key(&it);
         if (key == "value" && BSON_ITER_HOLDS_DOCUMENT(&it) && rule.unfold) {
           Doc value = *FindDocument(reply.get(), "value");
-          AppendDoc(out.reply.mut(), "value", UnfoldAttributes(rule, value.get()));
+          Doc unfolded = UnfoldAttributes(rule, value.get());
+          if (Find(unfolded.get(), rule.array_field)) ++out.returned_as_stored;
+          AppendDoc(out.reply.mut(), "value", unfolded);
         } else {
           AppendValue(out.reply.mut(), key, it);
         }

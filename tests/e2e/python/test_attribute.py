@@ -50,6 +50,7 @@ from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
 from conftest import start_remold
 from support import run_explain
+from test_logging import wait_for_log
 
 FIXED = ("name", "price", "category")
 ARRAY = "specs"
@@ -1302,6 +1303,9 @@ def test_malformed_stored_documents_never_break_reads(attr_env):
     same("find_one_and_update of a fixed field",
          lambda c: c.find_one_and_update({"_id": 21}, {"$set": {"price": 5}},
                                          return_document=ReturnDocument.AFTER))
+    # Counted and logged, so that they do not go unnoticed (issue 28).
+    log = wait_for_log(attr_env.remold, lambda text: "returned as stored" in text)
+    assert "rule products: " in log.split("returned as stored")[0].splitlines()[-1], log
 
 
 def test_pair_array_name_is_reserved_for_writes(attr_env):
