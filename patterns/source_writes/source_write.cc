@@ -185,12 +185,46 @@ BackendCommand SourceFindAndModify(const Namespace& source) {
 
 namespace {
 
+// Whether `query` pins _id to one value where a conjunction reads it: at
+// its top level, in $and (at any depth) or in a $or of one clause, by a
+// value, $eq, a $in of one value or $all (the positions from which MongoDB
+// takes an upsert's equality fields, and $in of one).
+bool PinsId(const bson_t* query) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, query)) return false;
+  while (bson_iter_next(&it)) {
+    const std::string_view key = bson_iter_key(&it);
+    if (key == "_id") {
+      if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return true;
+      bson_iter_t op;
+      bson_iter_recurse(&it, &op);
+      while (bson_iter_next(&op)) {
+        const std::string_view name = bson_iter_key(&op);
+        if (name.empty() || name[0] != '$' || name == "$eq" || name == "$all") return true;
+        if (name == "$in" && BSON_ITER_HOLDS_ARRAY(&op)) {
+          bson_iter_t values;
+          bson_iter_recurse(&op, &values);
+          int count = 0;
+          while (bson_iter_next(&values)) ++count;
+          if (count == 1) return true;
+        }
+      }
+    } else if ((key == "$and" || key == "$or") && BSON_ITER_HOLDS_ARRAY(&it)) {
+      const std::vector<Doc> clauses = ArrayDocuments(it);
+      if (key == "$or" && clauses.size() != 1) continue;
+      for (const Doc& clause : clauses)
+        if (PinsId(clause.get())) return true;
+    }
+  }
+  return false;
+}
+
 // See Seal (source_write.h).
 bool NeedsRemoveOrder(const bson_t* body) {
   if (!FindBool(body, "remove").value_or(false) || Find(body, "sort")) return false;
   if (Find(body, "let") || Find(body, "collation")) return true;
   std::optional<Doc> query = FindDocument(body, "query");
-  return query && Find(query->get(), "_id");
+  return query && PinsId(query->get());
 }
 
 }  // namespace

@@ -106,10 +106,11 @@ std::optional<Plan> FollowedDrop(const Command& command, const Namespace& source
 // caller, then Seal() adds the generic arguments and $db.
 //
 // Seal also gives a findAndModify that removes, and has no sort, the sort
-// {_id: 1} when its query names _id at the top level or it carries let or
-// collation. The document removed is the same on every engine (a query
-// that pins _id matches one document; the others keep their
-// engine-chosen document), and DocumentDB never runs it with a cached
+// {_id: 1} when its query pins _id to one value (at its top level, in $and,
+// or in a $or of one clause: by a value, $eq, $all or a $in of one) or it
+// carries let or collation. The document removed is the same on every
+// engine (a query that pins _id matches one document; the others keep
+// their engine-chosen document), and DocumentDB never runs it with a cached
 // plan: it caches one plan for every unsorted findAndModify remove of a
 // collection, whatever the query's shape, and a second shape run with the
 // first one's plan crashes the server process (docs/backends.md).

@@ -63,6 +63,7 @@ class Family:
     resyncable = True           # can a sequence go on from remold's state after a difference?
     field_order_oracle = True   # does the flat copy hold fields in the order MongoDB would?
     reads_forwarded = False     # does remold send the rule's reads to the backend as they are?
+    maintains = False           # does the oracle's maintain() derive what remold writes with each statement?
     empty_array_fields: tuple = ()  # fields whose values may be [] (written or left by $pull)
 
     def rules(self, db: str) -> dict[str, str]:
@@ -187,6 +188,7 @@ class Attribute(Family):
 class Computed(Family):
     name = "computed"
     reads_forwarded = True  # the documents are stored as written: a find goes as sent
+    maintains = True
     fields = ("_id", "pid", "stars", "at", "items", "note", "total", "itemCount")
     join_fields = ("pid", "stars")
     empty_array_fields = ("items", "note")
@@ -349,6 +351,7 @@ def sort_value(value, descending: bool):
 class Subset(Family):
     name = "subset"
     reads_forwarded = True  # the documents are stored as written: a find goes as sent
+    maintains = True
     fields = ("_id", "pid", "stars", "at", "note")
     join_fields = ("pid", "stars")
     names = LOGICAL + ("t",)
@@ -419,6 +422,7 @@ subset:
 class ExtendedReference(Family):
     name = "extended_reference"
     reads_forwarded = True  # the documents are stored as written: a find goes as sent
+    maintains = True
     fields = ("_id", "cid", "total", "note")
     join_fields = ("cid", "total")
     names = LOGICAL + ("t",)
