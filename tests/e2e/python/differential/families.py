@@ -63,7 +63,7 @@ class Family:
     resyncable = True           # can a sequence go on from remold's state after a difference?
     field_order_oracle = True   # does the flat copy hold fields in the order MongoDB would?
     reads_forwarded = False     # does remold send the rule's reads to the backend as they are?
-    maintains = False           # does the oracle's maintain() derive what remold writes with each statement?
+    maintains_with_writes = False  # does remold write derived values with a statement's documents?
     empty_array_fields: tuple = ()  # fields whose values may be [] (written or left by $pull)
 
     def rules(self, db: str) -> dict[str, str]:
@@ -92,6 +92,12 @@ class Family:
 
     def maintain(self, flat_db) -> None:
         """The oracle's part after a write on the flat side (nothing but for computed)."""
+
+    def maintain_written(self, flat_db, written: list) -> None:
+        """The oracle's part after one statement of a command of several, for
+        what remold writes together with the statement's documents (a later
+        statement of the command sees it); ``written``: the _ids of the
+        documents the statement wrote whole (an insert's, a replacement's)."""
 
     def normalize_state(self, name: str, doc: dict) -> dict:
         return doc
@@ -188,7 +194,7 @@ class Attribute(Family):
 class Computed(Family):
     name = "computed"
     reads_forwarded = True  # the documents are stored as written: a find goes as sent
-    maintains = True
+    maintains_with_writes = True  # computed fields with an insert's or a replacement's document
     fields = ("_id", "pid", "stars", "at", "items", "note", "total", "itemCount")
     join_fields = ("pid", "stars")
     empty_array_fields = ("items", "note")
@@ -284,8 +290,17 @@ computed:
         kept = {k: v for k, v in doc.items() if values.get(k, None) is not MISSING}
         return {**kept, **{k: v for k, v in values.items() if v is not MISSING}}
 
+    def maintain_written(self, flat_db, written):
+        """remold computes the fields of a document written whole as it
+        writes it; an update by operators gets them after the command."""
+        self.maintain_rows(flat_db, list(flat_db.c.find({"_id": {"$in": written}})) if written else [])
+
     def maintain(self, flat_db):
         sources = list(flat_db.c.find())
+        self.maintain_rows(flat_db, sources)
+        self.maintain_targets(flat_db, sources)
+
+    def maintain_rows(self, flat_db, sources):
         for doc in sources:
             want = self.row_values(doc)
             assign = {k: v for k, v in want.items() if v is not MISSING}
@@ -296,6 +311,8 @@ computed:
                 if remove:
                     update["$unset"] = remove
                 flat_db.c.update_one({"_id": doc["_id"]}, update)
+
+    def maintain_targets(self, flat_db, sources):
         for target in flat_db.t.find():
             linked = [s for s in sources if "pid" in s and s["pid"] is not None
                       and not isinstance(s["pid"], (list, bool)) and s["pid"] == target["_id"]]
@@ -351,7 +368,6 @@ def sort_value(value, descending: bool):
 class Subset(Family):
     name = "subset"
     reads_forwarded = True  # the documents are stored as written: a find goes as sent
-    maintains = True
     fields = ("_id", "pid", "stars", "at", "note")
     join_fields = ("pid", "stars")
     names = LOGICAL + ("t",)
@@ -422,7 +438,7 @@ subset:
 class ExtendedReference(Family):
     name = "extended_reference"
     reads_forwarded = True  # the documents are stored as written: a find goes as sent
-    maintains = True
+    maintains_with_writes = True  # the copy with every write of the reference
     fields = ("_id", "cid", "total", "note")
     join_fields = ("cid", "total")
     names = LOGICAL + ("t",)
@@ -466,6 +482,10 @@ extended_reference:
         return super().value(rng, field)
 
     # -- the oracle: each document's copy of the customer it references.
+
+    def maintain_written(self, flat_db, written):
+        """remold writes the copy with every write of the reference."""
+        self.maintain(flat_db)
 
     def copy(self, doc: dict):
         """The copy `doc` should hold: a dict, None (a customer that does not
