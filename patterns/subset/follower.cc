@@ -62,6 +62,14 @@ bool SubsetFollower::SameEntry(const bson_t* before, const bson_t* after) const 
   return true;
 }
 
+bool SubsetFollower::SortsByAnArray(const bson_t* child) const {
+  for (const SubsetSortKey& key : rule_.sort) {
+    std::optional<bson_iter_t> value = Find(child, key.field);
+    if (value && BSON_ITER_HOLDS_ARRAY(&*value)) return true;
+  }
+  return false;
+}
+
 void SubsetFollower::Record(const bson_t* before, const bson_t* after) {
   std::optional<bson_iter_t> was = LinkOf(before, rule_.link_from);
   std::optional<bson_iter_t> is = LinkOf(after, rule_.link_from);
@@ -69,8 +77,11 @@ void SubsetFollower::Record(const bson_t* before, const bson_t* after) {
     if (!is) return;
     Parent& parent = ParentOf(*is);
     // Without its _id (the backend generates it) the entry cannot be
-    // pushed: the parent is refilled from what is stored.
-    if (Find(after, "_id")) parent.pushes.push_back(EntryOf(after));
+    // pushed: the parent is refilled from what is stored. So is one whose
+    // sort key holds an array: $push's $sort orders an array as a value of
+    // its own type (before every date, say), where the rule's order (a
+    // find's sort) takes its largest or smallest element.
+    if (Find(after, "_id") && !SortsByAnArray(after)) parent.pushes.push_back(EntryOf(after));
     else parent.refill = true;
     return;
   }

@@ -56,6 +56,8 @@ class SubsetFollower final : public Follower {
   // The entry a child's fields make: {_id, copied fields in its order}.
   Doc EntryOf(const bson_t* child) const;
   bool SameEntry(const bson_t* before, const bson_t* after) const;
+  // Whether a sort key of `child` holds an array (placed by a refill).
+  bool SortsByAnArray(const bson_t* child) const;
 
   void SchedulePushes(CommandQueue& queue);
   // Reads the children pushed; refills the parent of any that is no

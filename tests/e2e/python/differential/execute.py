@@ -6,7 +6,7 @@ canonical where order is unspecified.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pymongo.errors import OperationFailure, PyMongoError
@@ -21,6 +21,7 @@ class Outcome:
     value: Any = None                  # canonical result
     raw: Any = None                    # documents as returned (for the field-order check)
     write_errors: tuple = ()           # ((index, code), ...)
+    statements: list = field(default_factory=list)  # a write's statements, set by the runner
 
     @property
     def failed(self) -> bool:
