@@ -146,16 +146,40 @@ class Rewriter {
   // As {array: {$elemMatch: {k: name, v: {$size: n}}}} it would be exact
   // on MongoDB, but DocumentDB matches no $size inside an $elemMatch of a
   // field (docs/backends.md): the pair is found by its name, and its size
-  // read by an expression over the pairs.
+  // read by an expression over the pairs. The name, the application's and
+  // possibly not valid as text, is appended as a BSON value, never spliced
+  // into JSON; the rest holds only the rule's names, checked when it loaded.
   Doc Size(const std::string& name, int64_t count) const {
     const std::string pair_value = JsonQuote("$$p." + rule_.value_name);
-    const std::string test =
-        R"({"$expr": {"$gt": [{"$size": {"$filter": {"input": )" + PairElements(rule_) +
-        R"(, "as": "p", "cond": {"$and": [{"$eq": [)" + JsonQuote("$$p." + rule_.key_name) + ", {\"$literal\": " +
-        JsonQuote(name) + R"(}]}, {"$isArray": )" + pair_value + R"(}, {"$eq": [{"$size": {"$cond": [{"$isArray": )" +
-        pair_value + "}, " + pair_value + R"(, {"$literal": []}]}}, )" + std::to_string(count) + "]}]}}}}, 0]}}";
-    std::optional<Doc> expression = Doc::FromJson(test);
-    return JoinClauses({Pair(name, rule_.value_name, nullptr, nullptr), *expression});
+    Doc name_is;  // {$eq: ["$$p.<key>", {$literal: name}]}
+    {
+      Doc literal;
+      AppendString(literal.mut(), "$literal", name);
+      bson_t operands;
+      bson_append_array_begin(name_is.mut(), "$eq", -1, &operands);
+      AppendString(&operands, "0", "$$p." + rule_.key_name);
+      AppendDoc(&operands, "1", literal);
+      bson_append_array_end(name_is.mut(), &operands);
+    }
+    const std::optional<Doc> is_array = Doc::FromJson(R"({"$isArray": )" + pair_value + "}");
+    const std::optional<Doc> has_count =
+        Doc::FromJson(R"({"$eq": [{"$size": {"$cond": [{"$isArray": )" + pair_value + "}, " + pair_value +
+                      R"(, {"$literal": []}]}}, )" + std::to_string(count) + "]}");
+    const std::optional<Doc> elements = Doc::FromJson(PairElements(rule_));
+    Doc cond, filter, filtered, size, expression, clause;
+    AppendArray(cond.mut(), "$and", {name_is, *is_array, *has_count});
+    AppendDoc(filter.mut(), "input", *elements);
+    AppendString(filter.mut(), "as", "p");
+    AppendDoc(filter.mut(), "cond", cond);
+    AppendDoc(filtered.mut(), "$filter", filter);
+    AppendDoc(size.mut(), "$size", filtered);
+    bson_t operands;
+    bson_append_array_begin(expression.mut(), "$gt", -1, &operands);
+    AppendDoc(&operands, "0", size);
+    BSON_APPEND_INT32(&operands, "1", 0);
+    bson_append_array_end(expression.mut(), &operands);
+    AppendDoc(clause.mut(), "$expr", expression);
+    return JoinClauses({Pair(name, rule_.value_name, nullptr, nullptr), clause});
   }
 
   // {field: null}: missing, or null.
