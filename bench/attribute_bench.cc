@@ -353,10 +353,7 @@ JsonObject AttributeScenario::load(Harness& h, int64_t from, int64_t to) {
 // rule is not active, the bench would compare flat against flat.
 void AttributeScenario::check_storage(Harness& h, int64_t products) {
   mongoc_client_t* direct = h.admin(Via::direct);
-  auto count_of = [&](mongoc_client_t* c, const char* db) {
-    auto reply = command(c, db, json(R"({"count": "products"})").get());
-    return static_cast<int64_t>(number_at(reply.get(), "n").value_or(-1));
-  };
+  auto count_of = [&](mongoc_client_t* c, const char* db) { return count_all(c, db, "products", nullptr); };
   const int64_t flat = count_of(direct, kFlatDb);
   const int64_t stored = count_of(direct, kAttrDb);
   const int64_t logical = count_of(h.admin(Via::remold), kAttrDb);

@@ -125,6 +125,17 @@ void delete_all(mongoc_client_t* client, const char* db, const char* collection)
   command(client, db, cmd.get());
 }
 
+int64_t count_all(mongoc_client_t* client, const char* db, const char* collection, std::string* error) {
+  mongoc_collection_t* coll = mongoc_client_get_collection(client, db, collection);
+  bson_t filter = BSON_INITIALIZER;
+  bson_error_t failure;
+  const int64_t n = mongoc_collection_count_documents(coll, &filter, nullptr, nullptr, nullptr, &failure);
+  bson_destroy(&filter);
+  mongoc_collection_destroy(coll);
+  if (n < 0 && error) *error = failure.message;
+  return n;
+}
+
 int run_main(const char* program, const std::function<int()>& run) {
   mongoc_init();
   int status;

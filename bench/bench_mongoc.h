@@ -99,6 +99,11 @@ struct InsertResult {
 InsertResult insert_many(mongoc_collection_t* collection, const bson_t* const* docs, size_t count,
                          const bson_t* opts);
 void delete_all(mongoc_client_t* client, const char* db, const char* collection);
+// The exact number of documents of `collection` (an aggregate that counts
+// them, never the `count` command: DocumentDB answers a `count` without a
+// query from its statistics, docs/backends.md departure 7); -1 with `error`
+// set when the read fails.
+int64_t count_all(mongoc_client_t* client, const char* db, const char* collection, std::string* error);
 
 int run_main(const char* program, const std::function<int()>& run);
 

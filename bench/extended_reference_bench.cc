@@ -619,7 +619,9 @@ Customers ExtendedReferenceScenario::read_customers(Harness& h, const char* db) 
   out.copies.resize(static_cast<size_t>(opt_.customers));
   out.names.resize(static_cast<size_t>(opt_.customers));
   CollectionPtr coll = collection(h.admin(Via::direct), db, "customers");
-  mongoc_cursor_t* cursor = mongoc_collection_find_with_opts(coll.get(), json("{}").get(), nullptr, nullptr);
+  // Sorted on the server (docs/backends.md, 8: an unsorted cursor may repeat updated documents).
+  mongoc_cursor_t* cursor =
+      mongoc_collection_find_with_opts(coll.get(), json("{}").get(), json(R"({"sort": {"_id": 1}})").get(), nullptr);
   const bson_t* doc;
   while (mongoc_cursor_next(cursor, &doc)) {
     const std::optional<int64_t> id = int_at(doc, "_id");
