@@ -335,18 +335,30 @@ const char* NumberType(const bson_iter_t& value) {
 
 // Equality compares numbers by value (7 == 7.0 == 7L), so the bucket of
 // `sensor: 7.0` would take readings of `sensor: 7` and give them back as
-// 7.0. A `$type` guard per number in the meta values (nested ones too)
-// keeps one bucket per typed value, so each reading reads back as written.
+// 7.0. A type guard per number in the meta values (nested ones too) keeps
+// one bucket per typed value, so each reading reads back as written. It
+// excludes the other number types, {$not: {$exists: true, $type: [...]}}:
+// beside the equality that pins the value, the same buckets as naming the
+// value's own type, but DocumentDB scans the index's whole type bracket
+// for a positive $type or $exists (13.8 ms against 0.5 ms a bucket upsert
+// at 50,000 buckets), and tests a negated one on the buckets the equality
+// found. ($exists comes first: Extended JSON readers, libbson's and remold
+// explain's, take a document starting with "$type" for a legacy binary
+// value.)
 void AppendTypeGuards(const bson_iter_t& value, const std::string& path, std::vector<Doc>& out) {
   if (const char* type = NumberType(value)) {
-    // {$exists: true, $type: T}: $type alone says as much, but Extended
-    // JSON readers (libbson's, remold explain's) take a document starting
-    // with "$type" for a legacy binary value. Not an equality: the upsert
-    // takes the meta values from the equalities before the guards.
-    Doc guard, op;
-    BSON_APPEND_BOOL(op.mut(), "$exists", true);
-    AppendString(op.mut(), "$type", type);
-    AppendDoc(guard.mut(), path, op);
+    Doc guard, not_op, others;
+    BSON_APPEND_BOOL(others.mut(), "$exists", true);
+    bson_t types;
+    BSON_APPEND_ARRAY_BEGIN(others.mut(), "$type", &types);
+    int index = 0;
+    for (const char* other : {"int", "long", "double", "decimal"}) {
+      if (std::strcmp(other, type) == 0) continue;
+      AppendString(&types, std::to_string(index++), other);
+    }
+    bson_append_array_end(others.mut(), &types);
+    AppendDoc(not_op.mut(), "$not", others);
+    AppendDoc(guard.mut(), path, not_op);
     out.push_back(std::move(guard));
   } else if (BSON_ITER_HOLDS_DOCUMENT(&value) || BSON_ITER_HOLDS_ARRAY(&value)) {
     bson_iter_t child;
