@@ -14,6 +14,33 @@ namespace {
 // target and leaves it to reconciliation (only a storm of writes to the
 // same target's extreme can need more than one or two).
 constexpr int kMaxRecomputeRounds = 8;
+
+// The field a recompute sorts the sources by, and its value: `of` as it
+// is, an array wrapped in an array. $max and $min compare an array as a
+// whole, in its place in BSON order (after documents, before binary
+// data), but a sort orders a document by an array's largest (descending)
+// or smallest (ascending) element: [5] sorts below 7 and is above it for
+// $max. An array holding the array sorts by that element, the array as a
+// whole (differential seed 2704 on DocumentDB: a date set as the greatest
+// of [d1] and an earlier d2, where $max gives d2). Both branches are valid
+// for every value (DocumentDB evaluates both: docs/backends.md, 1).
+constexpr const char* kExtremeKey = "__remold_extreme";
+
+Doc ExtremeKey(const std::string& of) {
+  const std::string path = "$" + of;
+  Doc is_array, key, out;
+  AppendString(is_array.mut(), "$isArray", path);
+  bson_t cond, wrapped;
+  BSON_APPEND_ARRAY_BEGIN(key.mut(), "$cond", &cond);
+  AppendDoc(&cond, "0", is_array);
+  BSON_APPEND_ARRAY_BEGIN(&cond, "1", &wrapped);
+  AppendString(&wrapped, "0", path);
+  bson_append_array_end(&cond, &wrapped);
+  AppendString(&cond, "2", path);
+  bson_append_array_end(key.mut(), &cond);
+  AppendDoc(out.mut(), kExtremeKey, key);
+  return out;
+}
 // A read that fails (a backend's transient error) is asked again this many
 // times before its target is left to reconciliation: the read and the
 // compare-and-set after it are safe to repeat.
@@ -437,18 +464,19 @@ void AggregateMaintenance::ScheduleRecompute(CommandQueue& queue, size_t t, size
   AppendDoc(match.mut(), aggregate_.link_from + ".0", no_element);
   BSON_APPEND_NULL(not_null.mut(), "$ne");
   AppendDoc(match.mut(), field.of, not_null);
-  BSON_APPEND_INT32(sort.mut(), field.of.c_str(), field.op == Op::kMax ? -1 : 1);
+  BSON_APPEND_INT32(sort.mut(), kExtremeKey, field.op == Op::kMax ? -1 : 1);
   BSON_APPEND_INT32(project.mut(), "_id", 0);
   BSON_APPEND_INT32(project.mut(), field.of.c_str(), 1);
   BSON_APPEND_INT32(project.mut(), aggregate_.link_from.c_str(), 1);
   for (size_t f : follower_fields) BSON_APPEND_INT32(project.mut(), aggregate_.fields[f].of.c_str(), 1);
-  std::vector<Doc> stages(4);
+  std::vector<Doc> stages(5);
   AppendDoc(stages[0].mut(), "$match", match);
-  AppendDoc(stages[1].mut(), "$sort", sort);
+  AppendDoc(stages[1].mut(), "$addFields", ExtremeKey(field.of));
+  AppendDoc(stages[2].mut(), "$sort", sort);
   // With followers, the documents tied at the extreme are read too: any of
   // them holding the values set is an answer.
-  BSON_APPEND_INT32(stages[2].mut(), "$limit", follower_fields.empty() ? 1 : kTiesRead);
-  AppendDoc(stages[3].mut(), "$project", project);
+  BSON_APPEND_INT32(stages[3].mut(), "$limit", follower_fields.empty() ? 1 : kTiesRead);
+  AppendDoc(stages[4].mut(), "$project", project);
   AppendArray(body, "pipeline", stages);
   Doc cursor;
   AppendDoc(body, "cursor", cursor);

@@ -1286,3 +1286,55 @@ def test_drop_of_a_source_never_leaves_targets_stale(computed_env):
     assert oracle == {} and len(posts) == 2
     assert not problems, problems
     assert all(p.get("commentCount") == 0 for p in posts), posts
+
+
+
+MARCH = [dt.datetime(2024, 3, day, tzinfo=dt.timezone.utc) for day in range(1, 10)]
+EXTREME_CASES = {  # each board's createdAt values; the last one is deleted
+    "dates": [[MARCH[6]], MARCH[5], MARCH[8]],
+    "numbers": [[5], 7, 0],
+    "arrays": [[5, 9], [6], [9, 9, 9]],
+    "strings": ["s", [1], "z"],
+}
+
+
+def sorts_wrapped_arrays_whole(direct, values) -> bool:
+    """Whether the backend, on a plain collection, sorts an array wrapped in
+    an array by the array as a whole, as MongoDB does ($max's order)."""
+    scratch = direct.extreme_probe
+    scratch.drop()
+    scratch.insert_many([{"v": v} for v in values])
+    key = {"$addFields": {"k": {"$cond": [{"$isArray": "$v"}, ["$v"], "$v"]}}}
+    agrees = all(
+        list(scratch.aggregate([key, {"$sort": {"k": order}}, {"$limit": 1}]))[0]["v"] ==
+        list(scratch.aggregate([{"$group": {"_id": None, "e": {op: "$v"}}}]))[0]["e"]
+        for order, op in ((-1, "$max"), (1, "$min")))
+    scratch.drop()
+    return agrees
+
+
+@pytest.mark.parametrize("board", sorted(EXTREME_CASES))
+def test_an_extreme_recomputed_among_arrays_compares_them_whole(computed_env, board):
+    """Regression (differential seed 2704 on DocumentDB): a max or min
+    recomputed after its extreme's source is deleted compares an array as
+    a whole, in its place in BSON order, as $max and $min do: after
+    documents, before dates. The recompute read the sources sorted by the
+    field, which orders a document by an array's largest (or smallest)
+    element: {createdAt: [Mar 7]} was set as the greatest of [Mar 7] and
+    Mar 6, where $max gives Mar 6 (a date is above any array), and [5]
+    as the least of [5] and 7, where $min gives 7."""
+    env = computed_env
+    values = EXTREME_CASES[board]
+    if not sorts_wrapped_arrays_whole(env.direct, values[:-1]):
+        pytest.skip("the backend sorts an array inside an array by its elements, not as a whole "
+                    "(mongo-java-server: docs/backends.md)")
+    env.db.boards.insert_one({"_id": board})
+    for k, value in enumerate(values):
+        env.db.notes.insert_one({"_id": f"{board}-{k}", "boardId": board, "createdAt": value})
+    env.db.notes.delete_one({"_id": f"{board}-{len(values) - 1}"})
+    truth = list(env.direct.notes.aggregate([
+        {"$match": {"boardId": board}},
+        {"$group": {"_id": None, "n": {"$sum": 1}, "mx": {"$max": "$createdAt"}, "mn": {"$min": "$createdAt"}}}]))[0]
+    stored = env.direct.boards.find_one({"_id": board})
+    got = (stored.get("noteCount"), stored.get("lastNoteAt"), stored.get("firstNoteAt"))
+    assert got == (truth["n"], truth["mx"], truth["mn"]), f"{board}: stored {show(stored)}, $group says {truth}"
