@@ -9,12 +9,8 @@ namespace remold {
 namespace {
 
 // Rounds of read, compare-and-set and check one refill may take while
-// other writers keep changing the same parent. A refill that gives up is
-// safe only while a later writer's refill runs after it: enough rounds
-// that the last writers of a burst outlast it (8 clients on one parent of
-// a loaded 2-core machine exhausted 8 rounds, the last refills of the
-// burst gave up and left the parent stale: test_one_hot_product_every_client_at_once).
-constexpr int kMaxRefillRounds = 64;
+// other writers keep changing the same parent.
+constexpr int kMaxRefillRounds = 8;
 // A read that fails (a backend's transient error) is asked again this many
 // times before its parent is left to reconciliation: reads and the
 // compare-and-set after them are safe to repeat.
