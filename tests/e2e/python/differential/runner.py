@@ -93,9 +93,10 @@ class Harness:
 
     def step(self, index: int, op: dict, stats: Optional[Stats]) -> list[Difference]:
         loose, names = self.f.loose, self.f.names
-        if "$group" in op["stages"]:
+        if "$group" in op["stages"] or any("$group" in stage for stage in op["cmd"].get("pipeline", ())):
             # Of equal numbers (7 and Int64(7)), which one a group's _id
-            # holds depends on the order the group met them in, MongoDB's too.
+            # holds depends on the order the group met them in, MongoDB's too
+            # (a plain aggregate lists no stages: its pipeline says).
             loose = loose | {"_id"}
         if self.absent_before(op):
             if stats:
