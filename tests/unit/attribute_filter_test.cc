@@ -13,11 +13,7 @@
 namespace remold {
 namespace {
 
-const AttributeRule& Products() {
-  static const std::shared_ptr<const RuleSet> rules = testing::RulesFromTexts(
-      {{"products.yaml", "namespace: shop.products\npattern: attribute\nattribute:\n  except: [name]\n"}});
-  return std::get<AttributeRule>(rules->Find("shop", "products")->pattern);
-}
+const AttributeRule& Products() { return testing::ShopProductsAttributeRule(); }
 
 // {<name>: {$size: 2}}, the name's bytes as they are.
 Doc SizeFilter(const std::string& name) {

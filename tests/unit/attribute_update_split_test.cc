@@ -15,11 +15,7 @@
 namespace remold {
 namespace {
 
-const AttributeRule& Products() {
-  static const std::shared_ptr<const RuleSet> rules = testing::RulesFromTexts(
-      {{"products.yaml", "namespace: shop.products\npattern: attribute\nattribute:\n  except: [name]\n"}});
-  return std::get<AttributeRule>(rules->Find("shop", "products")->pattern);
-}
+const AttributeRule& Products() { return testing::ShopProductsAttributeRule(); }
 
 // {$inc: {stock: <a string>}}, the string's bytes as they are.
 Doc IncWithString(const std::string& bytes) {

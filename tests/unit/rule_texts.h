@@ -26,4 +26,12 @@ inline std::shared_ptr<const RuleSet> RulesFromTexts(
   return std::make_shared<const RuleSet>(std::move(rules));
 }
 
+// shop.products under an attribute rule: every field but _id, the pair
+// array `specs` (the default) and `name` is an attribute.
+inline const AttributeRule& ShopProductsAttributeRule() {
+  static const std::shared_ptr<const RuleSet> rules = RulesFromTexts(
+      {{"products.yaml", "namespace: shop.products\npattern: attribute\nattribute:\n  except: [name]\n"}});
+  return std::get<AttributeRule>(rules->Find("shop", "products")->pattern);
+}
+
 }  // namespace remold::testing
