@@ -62,6 +62,24 @@ bool SubsetFollower::SameEntry(const bson_t* before, const bson_t* after) const 
   return true;
 }
 
+Doc SubsetFollower::EntryWithAnArrayKey() const {
+  std::vector<Doc> clauses;
+  for (const SubsetSortKey& key : rule_.sort) {
+    // $exists first: an Extended JSON reader takes a leading $type for
+    // binary data's legacy form.
+    Doc is_array, clause;
+    BSON_APPEND_BOOL(is_array.mut(), "$exists", true);
+    AppendString(is_array.mut(), "$type", "array");
+    AppendDoc(clause.mut(), key.field, is_array);
+    clauses.push_back(std::move(clause));
+  }
+  Doc any, match;
+  if (clauses.size() == 1) any = std::move(clauses.front());
+  else AppendArray(any.mut(), "$or", clauses);
+  AppendDoc(match.mut(), "$elemMatch", any);
+  return match;
+}
+
 bool SubsetFollower::SortsByAnArray(const bson_t* child) const {
   for (const SubsetSortKey& key : rule_.sort) {
     std::optional<bson_iter_t> value = Find(child, key.field);
@@ -116,12 +134,16 @@ void SubsetFollower::SchedulePushes(CommandQueue& queue) {
   for (size_t p = 0; p < parents_.size(); ++p) {
     const Parent& parent = parents_[p];
     if (parent.refill || parent.pushes.empty()) continue;  // a refill reads every child, these included
-    // {_id: parent, <array>: {$exists: true}, "<array>._id": {$nin: children}}:
-    // an array to push onto (a parent without one is refilled), and none of
-    // the entries twice.
+    // {_id: parent, <array>: {$exists: true, $not: {$elemMatch: <a sort key
+    // is an array>}}, "<array>._id": {$nin: children}}: an array to push
+    // onto (a parent without one is refilled), none of the entries twice,
+    // and no entry that $push's $sort would misplace: it orders an array
+    // as a value of its own type, where the rule's order takes its largest
+    // or smallest element (a parent holding such an entry is refilled).
     Doc q, exists, not_there;
     AppendEquals(q.mut(), "_id", Unboxed(parent.id));
     BSON_APPEND_BOOL(exists.mut(), "$exists", true);
+    AppendDoc(exists.mut(), "$not", EntryWithAnArrayKey());
     AppendDoc(q.mut(), rule_.array, exists);
     {
       bson_t array;

@@ -58,6 +58,8 @@ class SubsetFollower final : public Follower {
   bool SameEntry(const bson_t* before, const bson_t* after) const;
   // Whether a sort key of `child` holds an array (placed by a refill).
   bool SortsByAnArray(const bson_t* child) const;
+  // {$elemMatch: <a sort key of the entry is an array>}.
+  Doc EntryWithAnArrayKey() const;
 
   void SchedulePushes(CommandQueue& queue);
   // Reads the children pushed; refills the parent of any that is no

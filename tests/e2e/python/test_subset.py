@@ -342,6 +342,23 @@ def test_links_that_name_no_single_product(subset_env):
     assert_subsets(env, "after a move into an array")
 
 
+def test_an_entry_sorted_by_an_array_keeps_its_place_when_another_is_pushed(subset_env):
+    """A review whose `at` is an array sorts by its latest date (a find's
+    order); $push's $sort would put it after every single date, so a parent
+    holding such an entry is refilled rather than pushed to."""
+    env = subset_env
+    env.direct.products.insert_one({"_id": "p"})
+    minutes = lambda m: T0 + dt.timedelta(minutes=m)
+    env.db.reviews.insert_one({"_id": 1, "productId": "p", "rating": 3, "at": [minutes(1), minutes(10)]})
+    env.db.reviews.insert_one({"_id": 2, "productId": "p", "rating": 4, "at": minutes(5)})
+    env.db.reviews.insert_many([{"_id": 3, "productId": "p", "at": minutes(20)},
+                                {"_id": 4, "productId": "p", "at": minutes(2)}])
+    want = list(env.direct.reviews.find({"productId": "p"}, {"productId": 0})
+                .sort([("at", -1), ("_id", -1)]).limit(LIMIT))
+    assert [r["_id"] for r in want] == [3, 1, 2, 4], "the server's own order, the rule's"
+    assert env.direct.products.find_one({"_id": "p"})["recentReviews"] == want
+
+
 def test_product_created_after_its_reviews_and_reconcile(subset_env, tmp_path):
     env = subset_env
     env.db.reviews.insert_many([{"_id": k, "productId": "late", "rating": k, "at": T0 + dt.timedelta(seconds=k)}
