@@ -62,7 +62,7 @@ class Family:
     outputs: tuple = ()         # collections the rule writes besides c
     resyncable = True           # can a sequence go on from remold's state after a difference?
     field_order_oracle = True   # does the flat copy hold fields in the order MongoDB would?
-    reads_forwarded = False     # does remold send the rule's reads to the backend as they are?
+    reads_forwarded = False     # does remold answer the rule's reads with the backend's own cursor?
     maintains_with_writes = False  # does remold write derived values with a statement's documents?
     empty_array_fields: tuple = ()  # fields whose values may be [] (written or left by $pull)
 
@@ -106,6 +106,11 @@ class Family:
         """A document the flat side returns after writing it (findAndModify
         new: true), as a plain collection holding the oracle's values would."""
         return doc
+
+    def seed(self, stored_db, flat_db) -> None:
+        """Documents c holds before a sequence, written on the backend
+        directly (``stored_db``: remold's database there) as the rule's
+        collection may hold them, and on the flat side as remold shows them."""
 
 
 class Bucket(Family):
@@ -515,4 +520,88 @@ extended_reference:
                 flat_db.c.update_one({"_id": doc["_id"]}, {"$set": {"cust": want}})
 
 
-FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset(), ExtendedReference())}
+class Versioned(Family):
+    """Documents of three versions: every sequence starts with some stored at
+    the older ones (written on the backend directly, as before a release),
+    which remold upgrades on every read and before every write that meets
+    them; the flat side holds them upgraded. What the generator writes is
+    stored at the current version (remold adds the version field, the
+    oracle too)."""
+    name = "versioned"
+    fields = ("_id", "code", "tier", "n", "note")
+    join_fields = ("code", "n")
+    field_order_oracle = False  # remold adds the version field where the oracle's $set cannot tell
+    reads_forwarded = True  # a find runs as one aggregate over the upgrade, its getMores forwarded
+    CURRENT = 3
+    STORED = (  # as an older release wrote them, and as version 3 reads them
+        ({"_id": 10_000, "zip": 123, "n": 1, "note": "a", "legacy": 1},
+         {"_id": 10_000, "code": "123", "n": 1, "note": "a", "tier": "std", "v": 3}),
+        ({"_id": "s1", "v": None, "zip": 7.0, "n": 2, "code": "x"},
+         {"_id": "s1", "code": "7", "n": 2, "tier": "std", "v": 3}),
+        ({"_id": "s2", "v": 1, "zip": "z", "tier": "gold", "n": None},
+         {"_id": "s2", "code": "z", "tier": "gold", "n": None, "v": 3}),
+        ({"_id": "s3", "v": 2, "code": Int64(45), "tier": "std", "n": [1, 2], "legacy": "old"},
+         {"_id": "s3", "code": "45", "tier": "std", "n": [1, 2], "v": 3}),
+        ({"_id": "s4", "v": 2, "code": 2.5, "n": 2.5, "tier": None},
+         {"_id": "s4", "code": 2.5, "n": 2.5, "tier": None, "v": 3}),
+        ({"_id": "s5", "v": 1, "n": 1, "note": {"x": 1}},
+         {"_id": "s5", "n": 1, "note": {"x": 1}, "tier": "std", "v": 3}),
+        ({"_id": "s6", "v": 3, "code": "9", "n": 1},
+         {"_id": "s6", "code": "9", "n": 1, "v": 3}),
+    )
+
+    def rules(self, db):
+        return {"c.yaml": f"""\
+namespace: {db}.c
+pattern: versioned
+versioned:
+  field: v
+  versions:
+    - version: 1
+    - version: 2
+      upgrade:
+        - rename: {{from: zip, to: code}}
+        - default: {{field: tier, value: std}}
+    - version: 3
+      upgrade:
+        - convert: {{field: code, to: string}}
+        - remove: [legacy]
+"""}
+
+    def lookup_needs(self, field, form):
+        # The view's upgrade stages ($map, $filter) run inside the $lookup's
+        # pipeline, beside the join's let variable.
+        return {"lookup_let_filter_vars"}
+
+    def seed(self, stored_db, flat_db):
+        stored_db.c.insert_many([dict(stored) for stored, _ in self.STORED])
+        flat_db.c.insert_many([dict(read) for _, read in self.STORED])
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        for field in self.fields[1:]:
+            if rng.random() < 0.7:
+                put(doc, field, self.value(rng, field))
+        return doc
+
+    def value(self, rng, field):
+        if field == "code":
+            return pick(rng, "7", "a", 7, Int64(45), 2.5, None, [1, 2], "s1")
+        if field == "tier":
+            return pick(rng, "std", "gold", None, 1)
+        if field == "n":
+            return pick(rng, 1, 2, 2.5, Int64(3), None, [1, 2], "a")
+        return super().value(rng, field)
+
+    def returned(self, doc):
+        return doc if "v" in doc else {**doc, "v": self.CURRENT}
+
+    def maintain(self, flat_db):
+        """remold stores what a client writes at the current version."""
+        flat_db.c.update_many({"v": {"$exists": False}}, {"$set": {"v": self.CURRENT}})
+
+    def maintain_written(self, flat_db, written):
+        self.maintain(flat_db)
+
+
+FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset(), ExtendedReference(), Versioned())}

@@ -72,6 +72,7 @@ class Harness:
         assert not self.backend[self.r.name].list_collection_names(), "remold's database survived its drop"
         for db in (self.r, self.flat):
             self.f.setup(db)
+        self.f.seed(self.backend[self.r.name], self.flat)
         self.f.maintain(self.flat)
         self.in_sync = True
         self.updated = False  # no document updated in place yet (see field_order)
@@ -252,7 +253,7 @@ class Harness:
         returned more than once: the backend's getMore returned a document
         updated before the read again (DocumentDB does, docs/backends.md 8).
         The plain collection's repeats are the backend's; so are remold's
-        where it sends the rule's reads as they are (``reads_forwarded``).
+        where its answer to a read is the backend's cursor (``reads_forwarded``).
         Other repeats through remold stay differences: remold's cursors are
         its own to get right."""
         if op["shape"] != "cursor" or got.failed or want.failed:
