@@ -442,3 +442,46 @@ def test_an_entry_keeps_the_review_s_field_order(subset_env):
                     "a read-back entry follows it")
     db.reviews.delete_one({"_id": LIMIT})  # the newest goes: the oldest is read back in
     check("after a refill")
+
+
+def attribute_review_step(db, rng: random.Random, op: str) -> None:
+    """The review mix, but for its upsert, which sets no attribute: the
+    attribute rule refuses an upsert setting one (72, README)."""
+    if op != "upsert":
+        return review_step(db, rng, op)
+    r = new_review(rng)
+    del r["text"]
+    db.reviews.update_one({"_id": r.pop("_id")}, {"$set": r}, upsert=True)
+
+
+def test_stacked_over_an_attribute_rule(tmp_path, private_remold, make_client, direct_client, db_name):
+    """`pattern: [subset, attribute]`: the reviews store their sparse fields as
+    {k, v} pairs, and the products keep their recent reviews; the subset's
+    writes and reads of the reviews run through the attribute rule."""
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    (rules_dir / "reviews.yaml").write_text(reviews_rule(db_name).replace(
+        "pattern: subset", "pattern: [subset, attribute]") + """attribute:
+  array: attrs
+  except: [productId, at, author, rating]
+""")
+    remold = private_remold(extra_args=("--rules", str(rules_dir)))
+    env = SimpleNamespace(remold=remold, rules_dir=rules_dir, db=make_client(remold.uri)[db_name],
+                          direct=direct_client[db_name], make_client=lambda: make_client(remold.uri), name=db_name)
+    try:
+        seed_products(env)
+        ops = max(200, int(2_000 * SCALE))
+        errors, tally, seconds = run_clients(env.make_client, env.name, 8, ops, REVIEW_MIX, attribute_review_step,
+                                             seed=17)
+        assert not errors, "\n".join(errors[:3])
+        assert_subsets(env, f"stacked over an attribute rule, after {ops} operations from 8 clients")
+        stored = list(env.direct.reviews.find({"attrs.k": "text"}).limit(1))
+        assert stored and "text" not in stored[0], "the attribute rule stored `text` as a pair"
+        through = {r["_id"]: r for r in env.db.reviews.find().sort("_id", 1)}
+        for r in env.direct.reviews.find().sort("_id", 1):
+            want = {k: v for k, v in r.items() if k != "attrs"}
+            want.update({p["k"]: p["v"] for p in r.get("attrs", [])})
+            assert through[r["_id"]] == want
+        print(f"\n{ops} operations from 8 clients in {seconds:.1f} s: {tally}; subsets exact, reviews read as written")
+    finally:
+        direct_client.drop_database(db_name)
