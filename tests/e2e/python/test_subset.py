@@ -264,23 +264,29 @@ def test_one_hot_product_every_client_at_once(subset_env):
     print(f"\n{HOT_OPS} operations on one product from 8 clients in {seconds:.1f} s: {tally}")
 
 
+def stacked_env(tmp_path, private_remold, make_client, direct_client, db_name, lower: str, section: str):
+    """A remold whose reviews rule is the stack [subset, <lower>], with the
+    lower rule's `section` appended to the rule file."""
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    (rules_dir / "reviews.yaml").write_text(reviews_rule(db_name).replace(
+        "pattern: subset", f"pattern: [subset, {lower}]") + section)
+    remold = private_remold(extra_args=("--rules", str(rules_dir)))
+    return SimpleNamespace(remold=remold, rules_dir=rules_dir, db=make_client(remold.uri)[db_name],
+                           direct=direct_client[db_name], make_client=lambda: make_client(remold.uri), name=db_name)
+
+
 def test_stacked_over_a_computed_count(tmp_path, private_remold, make_client, direct_client, db_name):
     """`pattern: [subset, computed]`: one rule file keeps each product's
     recent reviews and its review count; the subset's writes run through
     the computed rule."""
-    rules_dir = tmp_path / "rules"
-    rules_dir.mkdir()
-    (rules_dir / "reviews.yaml").write_text(reviews_rule(db_name).replace(
-        "pattern: subset", "pattern: [subset, computed]") + """computed:
+    env = stacked_env(tmp_path, private_remold, make_client, direct_client, db_name, "computed", """computed:
   aggregates:
     - target: products
       link: productId
       fields:
         reviewCount: count
 """)
-    remold = private_remold(extra_args=("--rules", str(rules_dir)))
-    env = SimpleNamespace(remold=remold, rules_dir=rules_dir, db=make_client(remold.uri)[db_name],
-                          direct=direct_client[db_name], make_client=lambda: make_client(remold.uri), name=db_name)
     try:
         seed_products(env)
         ops = max(200, int(2_000 * SCALE))
@@ -458,16 +464,10 @@ def test_stacked_over_an_attribute_rule(tmp_path, private_remold, make_client, d
     """`pattern: [subset, attribute]`: the reviews store their sparse fields as
     {k, v} pairs, and the products keep their recent reviews; the subset's
     writes and reads of the reviews run through the attribute rule."""
-    rules_dir = tmp_path / "rules"
-    rules_dir.mkdir()
-    (rules_dir / "reviews.yaml").write_text(reviews_rule(db_name).replace(
-        "pattern: subset", "pattern: [subset, attribute]") + """attribute:
+    env = stacked_env(tmp_path, private_remold, make_client, direct_client, db_name, "attribute", """attribute:
   array: attrs
   except: [productId, at, author, rating]
 """)
-    remold = private_remold(extra_args=("--rules", str(rules_dir)))
-    env = SimpleNamespace(remold=remold, rules_dir=rules_dir, db=make_client(remold.uri)[db_name],
-                          direct=direct_client[db_name], make_client=lambda: make_client(remold.uri), name=db_name)
     try:
         seed_products(env)
         ops = max(200, int(2_000 * SCALE))
