@@ -19,6 +19,8 @@ namespace {
 constexpr int64_t kForgetMs = 3'600'000;
 // Heartbeats between two sweeps of the forgotten ones.
 constexpr int64_t kSweepEvery = 300;
+// How often the wait between heartbeats looks whether the rules changed.
+constexpr std::chrono::milliseconds kRulesPoll{100};
 
 std::string RandomId() {
   std::random_device device;
@@ -158,8 +160,19 @@ size_t SidecarRegistry::Live() const {
   return live_;
 }
 
+void SidecarRegistry::WaitForNextBeat(std::unique_lock<std::mutex>& lock,
+                                      const std::shared_ptr<const RuleSet>& published) {
+  // The next heartbeat is due after the interval, or as soon as the rules
+  // in force change (a reload, adoption serving another way), so that the
+  // others never judge this remold by what it served before.
+  const auto due = std::chrono::steady_clock::now() + options_.interval;
+  while (!stopping_ && std::chrono::steady_clock::now() < due && serving_->Load() == published)
+    wake_.wait_for(lock, kRulesPoll, [this] { return stopping_; });
+}
+
 void SidecarRegistry::Run() {
   std::unique_ptr<BackendClient> client;
+  std::shared_ptr<const RuleSet> published;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     lock.unlock();
@@ -167,6 +180,7 @@ void SidecarRegistry::Run() {
       if (!client)
         client = std::make_unique<BackendClient>(options_.backend, options_.identity,
                                                  options_.backend.app_name.empty() ? "remold" : options_.backend.app_name);
+      published = serving_->Load();
       Beat(*client);
       std::lock_guard<std::mutex> relock(mutex_);
       if (failing_) spdlog::info("sidecars: the registry {} answers again", options_.registry.full());
@@ -180,7 +194,7 @@ void SidecarRegistry::Run() {
       failing_ = true;
     }
     lock.lock();
-    wake_.wait_for(lock, options_.interval, [this] { return stopping_; });
+    WaitForNextBeat(lock, published);
   }
   lock.unlock();
   if (!client) return;

@@ -3,8 +3,8 @@
 // sidecars whose rules store a collection differently answer from each
 // other's documents wrongly and silently. With `sidecars: GROUP` in the
 // configuration, each remold of the group publishes a heartbeat in the
-// backend (the registry, `remold.sidecars` by default), every 2 seconds,
-// with how its rules store each collection they concern, as they serve now
+// backend (the registry, `remold.sidecars` by default), every 2 seconds
+// and within 100 ms of a change of the rules in force, with how its rules store each collection they concern, as they serve now
 // (rules/namespace_forms.h): the form it writes, and the forms it reads.
 // It reads the others' heartbeats, and for every collection that any live
 // sidecar of the group rules, it checks that it reads what each of them
@@ -100,6 +100,7 @@ class SidecarRegistry {
 
  private:
   void Run();
+  void WaitForNextBeat(std::unique_lock<std::mutex>& lock, const std::shared_ptr<const RuleSet>& published);
   void Beat(BackendClient& client);
   void Report(std::vector<Disagreement> now, size_t live);
 
