@@ -8,6 +8,7 @@
 #include "patterns/computed/migration.h"
 #include "patterns/migration.h"
 #include "patterns/patterns.h"
+#include "patterns/polymorphic/migration.h"
 #include "patterns/versioned/migration.h"
 
 namespace remold {

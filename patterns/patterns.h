@@ -18,6 +18,7 @@
 #include "patterns/computed/rule.h"
 #include "patterns/extended_reference/rule.h"
 #include "patterns/pattern.h"
+#include "patterns/polymorphic/rule.h"
 #include "patterns/subset/rule.h"
 #include "patterns/versioned/rule.h"
 
@@ -25,7 +26,8 @@ namespace remold {
 
 // In the order error messages name them.
 using PatternRule =
-    std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule, SubsetRule, ExtendedReferenceRule>;
+    std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule, SubsetRule, ExtendedReferenceRule,
+                 PolymorphicRule>;
 
 // The name of `rule`'s pattern: "bucket", "attribute", ...
 inline std::string_view PatternName(const PatternRule& rule) {

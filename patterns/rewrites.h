@@ -11,6 +11,7 @@
 #include "patterns/computed/rewrite.h"
 #include "patterns/extended_reference/rewrite.h"
 #include "patterns/patterns.h"
+#include "patterns/polymorphic/rewrite.h"
 #include "patterns/subset/rewrite.h"
 #include "patterns/versioned/rewrite.h"
 #include "rewrite/capabilities.h"

@@ -197,6 +197,37 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
       if (it != owner.end()) errors.push_back(rule.source + ":1: " + w.conflict(it->second));
     }
   }
+  // A collection that a rule shares by value of a field (the types of a
+  // polymorphic collection) is written only by rules sharing it by that
+  // field, each with its own value. (Other rules may write fields of one
+  // collection together: FieldsWrittenElsewhere checks those.)
+  struct Sharer {
+    std::string source;
+    std::optional<WrittenNamespace::Share> share;
+  };
+  std::map<std::string, std::vector<Sharer>> sharers;
+  for (const Rule& rule : rules)
+    for (const WrittenNamespace& w : rule.Writes()) sharers[w.ns.full()].push_back({rule.source, w.share});
+  for (const auto& [ns, writers] : sharers) {
+    const bool shared = std::any_of(writers.begin(), writers.end(), [](const Sharer& s) { return s.share.has_value(); });
+    for (size_t i = 1; shared && i < writers.size(); ++i) {
+      const Sharer& first = writers.front();
+      const Sharer& other = writers[i];
+      if (!first.share || !other.share)
+        errors.push_back(other.source + ":1: collection '" + ns + "' is also written by the rule in " + first.source +
+                         ", which stores other documents there; expected only rules that share it by one field, one value each");
+      else if (first.share->field != other.share->field)
+        errors.push_back(other.source + ":1: collection '" + ns + "' is shared by field '" + other.share->field +
+                         "' here and by field '" + first.share->field + "' in " + first.source +
+                         ", expected every rule storing into it to name the same field");
+      else
+        for (size_t j = 0; j < i; ++j)
+          if (writers[j].share && writers[j].share->value == other.share->value)
+            errors.push_back(other.source + ":1: value '" + other.share->value + "' of '" + other.share->field +
+                             "' in collection '" + ns + "' is also the rule's in " + writers[j].source +
+                             ", expected a distinct value per rule");
+    }
+  }
   // A field of another collection is written by one rule.
   std::map<std::string, std::string> writer;
   for (const Rule& rule : rules) {

@@ -14,6 +14,7 @@
 #include "patterns/bucket/pushdown.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/distinct_reply.h"
+#include "rewrite/stored_elsewhere.h"
 
 namespace remold {
 namespace {
@@ -82,12 +83,6 @@ std::optional<Doc> FirstResult(const Doc& reply) {
   std::vector<Doc> docs = ArrayDocuments(*batch);
   if (docs.empty()) return std::nullopt;
   return docs.front();
-}
-
-void CopyClusterFields(const Doc& from, bson_t* to) {
-  for (const char* key : {"$clusterTime", "operationTime"}) {
-    if (auto v = Find(from.get(), key)) AppendValue(to, key, *v);
-  }
 }
 
 Plan Refuse(const std::string& who, const std::string& what) {

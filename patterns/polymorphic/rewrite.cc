@@ -1,0 +1,647 @@
+#include "patterns/polymorphic/rewrite.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rewrite/cursor_reply.h"
+#include "rewrite/distinct_reply.h"
+#include "rewrite/filter_clauses.h"
+#include "rewrite/find_as_aggregate.h"
+#include "rewrite/one_document_delete.h"
+#include "rewrite/refused_statements.h"
+
+namespace remold {
+namespace {
+
+bool IsPathOf(std::string_view path, std::string_view field) {
+  return path == field || (path.size() > field.size() && path.starts_with(field) && path[field.size()] == '.');
+}
+
+// Whether an aggregation expression may read `field`: a "$field..." path,
+// or the whole document.
+bool ExpressionReads(const bson_iter_t& value, std::string_view field) {
+  if (BSON_ITER_HOLDS_UTF8(&value)) {
+    std::string_view text = bson_iter_utf8(&value, nullptr);
+    if (text.starts_with("$$")) return text.starts_with("$$ROOT") || text.starts_with("$$CURRENT");
+    return text.starts_with("$") && IsPathOf(text.substr(1), field);
+  }
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value) && !BSON_ITER_HOLDS_ARRAY(&value)) return false;
+  bool reads = false;
+  ForEachChild(value, [&](std::string_view, const bson_iter_t& child) { reads = reads || ExpressionReads(child, field); });
+  return reads;
+}
+
+Doc Single(std::string_view key, const Doc& value) {
+  Doc out;
+  AppendDoc(out.mut(), key, value);
+  return out;
+}
+
+// `body` with the values of some keys replaced (a key absent from `body`
+// is appended), `collection_key`'s value set to `collection`.
+Doc Rebuilt(const bson_t* body, std::string_view collection_key, const std::string& collection,
+            const std::vector<std::pair<std::string, std::optional<bson_iter_t>>>& replaced = {},
+            const std::vector<std::pair<std::string, Doc>>& documents = {}) {
+  Doc out;
+  std::vector<bool> done(documents.size() + replaced.size(), false);
+  bson_iter_t it;
+  bson_iter_init(&it, body);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == collection_key) {
+      AppendString(out.mut(), key, collection);
+      continue;
+    }
+    bool handled = false;
+    for (size_t i = 0; i < documents.size() && !handled; ++i)
+      if (documents[i].first == key) {
+        AppendDoc(out.mut(), key, documents[i].second);
+        done[i] = handled = true;
+      }
+    for (size_t i = 0; i < replaced.size() && !handled; ++i)
+      if (replaced[i].first == key) {
+        if (replaced[i].second) AppendValue(out.mut(), key, *replaced[i].second);
+        done[documents.size() + i] = handled = true;
+      }
+    if (!handled) AppendValue(out.mut(), key, it);
+  }
+  for (size_t i = 0; i < documents.size(); ++i)
+    if (!done[i]) AppendDoc(out.mut(), documents[i].first, documents[i].second);
+  return out;
+}
+
+// Whether a projection returns every field but those it excludes: no
+// field included (an _id or $slice, $meta aside).
+bool ExcludesOnly(const Doc& projection) {
+  bson_iter_t it;
+  bson_iter_init(&it, projection.get());
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key == "_id") continue;
+    if (key.ends_with(".$")) return false;
+    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      bson_iter_t op;
+      bson_iter_recurse(&it, &op);
+      if (bson_iter_next(&op)) {
+        std::string_view name = bson_iter_key(&op);
+        if (name == "$slice" || name == "$meta") continue;
+      }
+      return false;  // $elemMatch, an expression, a sub-projection
+    }
+    if (BSON_ITER_HOLDS_BOOL(&it) ? bson_iter_bool(&it) : bson_iter_as_int64(&it) != 0) return false;
+    if (!BSON_ITER_HOLDS_BOOL(&it) && !BSON_ITER_HOLDS_NUMBER(&it)) return false;
+  }
+  return true;
+}
+
+Plan Forwarded(BackendCommand backend) {
+  Plan plan;
+  plan.commands.push_back(std::move(backend));
+  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
+  return plan;
+}
+
+Plan UnderLogicalName(BackendCommand backend, const PolymorphicRule& rule) {
+  Plan plan = Forwarded(std::move(backend));
+  plan.shape = [logical = rule.logical.full()](std::span<const Doc> replies) {
+    return ShapedReply{WithCursor(replies.front(), logical, std::nullopt), {}, {}, {}, {}, {}};
+  };
+  return plan;
+}
+
+class PolymorphicRewriter {
+ public:
+  PolymorphicRewriter(const Command& command, const Rule& rule, const PolymorphicRule& polymorphic)
+      : command_(command), rule_(rule), p_(polymorphic), who_(PolymorphicRuleLabel(rule, polymorphic)) {}
+
+  std::optional<Plan> Rewrite() const {
+    const std::string& name = command_.name;
+    if (p_.documents_left && (name == "find" || name == "aggregate" || name == "count" || name == "distinct" ||
+                              name == "update" || name == "delete" || name == "findAndModify" ||
+                              name == "findandmodify"))
+      return ImmediateReply(ErrorReply(error_codes::kConflictingOperationInProgress,
+                                       who_ + ": " + name + " " + DocumentsLeft(rule_.name, p_)));
+    if (name == "find") return FindCommand();
+    if (name == "getMore") return Redirected("collection");
+    if (name == "killCursors") return Redirected("killCursors");
+    if (name == "aggregate") return Aggregate();
+    if (name == "count") return Count();
+    if (name == "distinct") return Distinct();
+    if (name == "insert") return Insert();
+    if (name == "update") return Update();
+    if (name == "delete") return Delete();
+    if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
+    if (name == "createIndexes") return RewritePolymorphicCreateIndexes(command_, p_, who_);
+    if (name == "listIndexes") return RewritePolymorphicListIndexes(command_, p_);
+    if (name == "dropIndexes" || name == "deleteIndexes") return RewritePolymorphicDropIndexes(command_, p_, who_);
+    if (name == "create") return RewritePolymorphicCreate(command_, p_, who_);
+    if (name == "drop") return RewritePolymorphicDrop(command_, p_);
+    if (name == "collStats" || name == "validate" || name == "collMod" || name == "dataSize" ||
+        name == "compact" || name == "reIndex")
+      return Refuse(error_codes::kCommandNotSupported,
+                    name + " is not supported on a type of a polymorphic collection: its documents are stored in " +
+                        p_.stored.full() + " with " + p_.TypeFilter() + "; run " + name + " on " + p_.stored.full());
+    return Refuse(error_codes::kCommandNotSupported,
+                  "command '" + name + "' is not supported on a type of a polymorphic collection (its documents "
+                  "are stored in " + p_.stored.full() + ")");
+  }
+
+  // Insert without the refused documents (WithRefusedStatements' rest).
+  Plan Insert() const {
+    auto documents = Find(command_.body.get(), "documents");
+    if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
+    std::vector<Doc> stamped;
+    std::vector<StatementRefusal> refused;
+    const std::vector<Doc> client = ArrayDocuments(*documents);
+    for (size_t i = 0; i < client.size(); ++i) {
+      if (Find(client[i].get(), p_.field)) {
+        refused.push_back({i, NamesField("a document has the field '" + p_.field + "'")});
+        continue;
+      }
+      stamped.push_back(Stamped(client[i]));
+    }
+    if (!refused.empty())
+      return WithRefusedStatements(command_, "documents", std::move(refused), [this](const Command& rest) {
+        return std::optional<Plan>(PolymorphicRewriter(rest, rule_, p_).Insert());
+      });
+    BackendCommand backend;
+    backend.body = Rebuilt(command_.body.get(), "insert", p_.stored.collection, {{"documents", std::nullopt}});
+    backend.sequence_id = "documents";
+    backend.sequence = std::move(stamped);
+    return Forwarded(std::move(backend));
+  }
+
+  Plan Update() const {
+    auto updates = Find(command_.body.get(), "updates");
+    if (!updates || !BSON_ITER_HOLDS_ARRAY(&*updates))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update needs an 'updates' array"));
+    std::vector<Doc> statements;
+    std::vector<StatementRefusal> refused;
+    const std::vector<Doc> client = ArrayDocuments(*updates);
+    for (size_t i = 0; i < client.size(); ++i) {
+      const Doc filter = FindDocument(client[i].get(), "q").value_or(Doc());
+      if (FilterNamesField(filter.get(), p_.field)) {
+        refused.push_back({i, NamesField("the filter names '" + p_.field + "'")});
+        continue;
+      }
+      auto u = Find(client[i].get(), "u");
+      if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
+      std::variant<Doc, Refusal> stored = StoredUpdate(*u);
+      if (auto* refusal = std::get_if<Refusal>(&stored)) {
+        refused.push_back({i, *refusal});
+        continue;
+      }
+      statements.push_back(Restated(client[i], "q", TypeAnd(p_, filter.get()), "u", std::get<Doc>(stored)));
+    }
+    if (!refused.empty())
+      return WithRefusedStatements(command_, "updates", std::move(refused), [this](const Command& rest) {
+        return std::optional<Plan>(PolymorphicRewriter(rest, rule_, p_).Update());
+      });
+    BackendCommand backend;
+    backend.body = Rebuilt(command_.body.get(), "update", p_.stored.collection, {{"updates", std::nullopt}});
+    backend.sequence_id = "updates";
+    backend.sequence = std::move(statements);
+    return Forwarded(std::move(backend));
+  }
+
+  Plan Delete() const {
+    auto deletes = Find(command_.body.get(), "deletes");
+    if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
+    std::vector<Doc> statements;
+    std::vector<StatementRefusal> refused;
+    const std::vector<Doc> client = ArrayDocuments(*deletes);
+    for (size_t i = 0; i < client.size(); ++i) {
+      const Doc filter = FindDocument(client[i].get(), "q").value_or(Doc());
+      if (FilterNamesField(filter.get(), p_.field)) {
+        refused.push_back({i, NamesField("the filter names '" + p_.field + "'")});
+        continue;
+      }
+      statements.push_back(
+          OneDocumentDelete(command_, client[i], Restated(client[i], "q", TypeAnd(p_, filter.get()))));
+    }
+    if (!refused.empty())
+      return WithRefusedStatements(command_, "deletes", std::move(refused), [this](const Command& rest) {
+        return std::optional<Plan>(PolymorphicRewriter(rest, rule_, p_).Delete());
+      });
+    BackendCommand backend;
+    backend.body = Rebuilt(command_.body.get(), "delete", p_.stored.collection, {{"deletes", std::nullopt}});
+    backend.sequence_id = "deletes";
+    backend.sequence = std::move(statements);
+    return Forwarded(std::move(backend));
+  }
+
+ private:
+  Plan Refuse(ErrorCode code, const std::string& what) const {
+    return ImmediateReply(ErrorReply(code, who_ + ": " + what));
+  }
+
+  Refusal NamesField(const std::string& what) const {
+    return Refusal{error_codes::kBadValue,
+                   who_ + ": " + what + ", which the rule keeps for itself: the documents of " + p_.logical.full() +
+                       " are stored in " + p_.stored.full() + " with " + p_.TypeFilter() +
+                       ", and the application's documents do not have that field"};
+  }
+
+  Doc Stamped(const Doc& document) const {
+    Doc out = document;
+    AppendString(out.mut(), p_.field, p_.value);
+    return out;
+  }
+
+  // Whether an update document (operators) writes the discriminator.
+  bool UpdateNamesField(const Doc& u) const {
+    bool named = false;
+    bson_iter_t op;
+    bson_iter_init(&op, u.get());
+    while (bson_iter_next(&op)) {
+      if (!BSON_ITER_HOLDS_DOCUMENT(&op)) continue;
+      const bool rename = std::string_view(bson_iter_key(&op)) == "$rename";
+      ForEachChild(op, [&](std::string_view path, const bson_iter_t& value) {
+        if (IsPathOf(path, p_.field)) named = true;
+        if (rename && BSON_ITER_HOLDS_UTF8(&value) && IsPathOf(bson_iter_utf8(&value, nullptr), p_.field))
+          named = true;
+      });
+    }
+    return named;
+  }
+
+  // The update as stored: a replacement with the discriminator after the
+  // document's fields; operators as they are (the filter's equality on the
+  // discriminator gives it to an upserted document); a pipeline that runs
+  // on the document without it, then sets it.
+  std::variant<Doc, Refusal> StoredUpdate(const bson_iter_t& u) const {
+    if (BSON_ITER_HOLDS_ARRAY(&u)) {
+      std::vector<Doc> pipeline;
+      Doc unset;
+      AppendString(unset.mut(), "$unset", p_.field);
+      pipeline.push_back(std::move(unset));
+      for (Doc& stage : ArrayDocuments(u)) pipeline.push_back(std::move(stage));
+      Doc set;
+      AppendString(set.mut(), p_.field, p_.value);
+      pipeline.push_back(Stage("$set", set));
+      Doc out;
+      AppendArray(out.mut(), "u", pipeline);
+      return out;  // boxed: {u: [...]}
+    }
+    if (!BSON_ITER_HOLDS_DOCUMENT(&u))
+      return Refusal{error_codes::kFailedToParse, "the update must be a document or a pipeline"};
+    uint32_t length = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&u, &length, &data);
+    Doc update = Doc::FromBytes({data, length});
+    bson_iter_t first;
+    const bool operators = bson_iter_init(&first, update.get()) && bson_iter_next(&first) &&
+                           bson_iter_key(&first)[0] == '$';
+    if (!operators) {
+      if (Find(update.get(), p_.field)) return NamesField("the replacement has the field '" + p_.field + "'");
+      return Single("u", Stamped(update));
+    }
+    if (UpdateNamesField(update)) return NamesField("the update writes '" + p_.field + "'");
+    return Single("u", update);
+  }
+
+  // A statement with its filter under `key` replaced by `filter`, its
+  // update (when `update_key`) by the one boxed under "u" in `boxed_update`,
+  // and a hint by name naming the stored index.
+  Doc Restated(const Doc& statement, const char* key, const Doc& filter, const char* update_key = nullptr,
+               const Doc& boxed_update = Doc()) const {
+    Doc out;
+    bool has_filter = false;
+    bson_iter_t it;
+    bson_iter_init(&it, statement.get());
+    while (bson_iter_next(&it)) {
+      std::string_view name = bson_iter_key(&it);
+      if (name == key) {
+        AppendDoc(out.mut(), key, filter);
+        has_filter = true;
+      } else if (update_key && name == update_key) {
+        bson_iter_t boxed;
+        bson_iter_init_find(&boxed, boxed_update.get(), "u");
+        AppendValue(out.mut(), update_key, boxed);
+      } else if (name == "hint") {
+        AppendHint(out.mut(), it);
+      } else {
+        AppendValue(out.mut(), name, it);
+      }
+    }
+    if (!has_filter) AppendDoc(out.mut(), key, filter);
+    return out;
+  }
+
+  void AppendHint(bson_t* out, const bson_iter_t& hint) const {
+    if (BSON_ITER_HOLDS_UTF8(&hint)) AppendString(out, "hint", StoredIndexName(p_, bson_iter_utf8(&hint, nullptr)));
+    else AppendValue(out, "hint", hint);
+  }
+
+  // The client's command on the stored collection: `collection_key` names
+  // it, a hint by name names the stored index.
+  BackendCommand OnStored(std::string_view collection_key,
+                          const std::vector<std::pair<std::string, Doc>>& documents = {}) const {
+    BackendCommand backend;
+    std::optional<bson_iter_t> hint = Find(command_.body.get(), "hint");
+    if (hint && BSON_ITER_HOLDS_UTF8(&*hint)) {
+      Doc named;
+      AppendHint(named.mut(), *hint);
+      bson_iter_t it;
+      bson_iter_init_find(&it, named.get(), "hint");
+      backend.body = Rebuilt(command_.body.get(), collection_key, p_.stored.collection, {{"hint", it}}, documents);
+    } else {
+      backend.body = Rebuilt(command_.body.get(), collection_key, p_.stored.collection, {}, documents);
+    }
+    return backend;
+  }
+
+  Plan Redirected(std::string_view collection_key) const {
+    if (command_.name == "killCursors") return Forwarded(OnStored(collection_key));
+    return UnderLogicalName(OnStored(collection_key), p_);
+  }
+
+  bool SortNamesField(const std::optional<Doc>& sort) const {
+    if (!sort) return false;
+    bson_iter_t it;
+    bson_iter_init(&it, sort->get());
+    while (bson_iter_next(&it))
+      if (IsPathOf(bson_iter_key(&it), p_.field)) return true;
+    return false;
+  }
+
+  // The clauses of `filter` that do not name the discriminator, beside it:
+  // what a read through the view selects before the view.
+  Doc BeforeView(const Doc& filter) const {
+    std::vector<Doc> clauses, passing;
+    TopLevelClauses(filter.get(), clauses);
+    for (Doc& clause : clauses)
+      if (!FilterNamesField(clause.get(), p_.field)) passing.push_back(std::move(clause));
+    const Doc rest = JoinClauses(std::move(passing));
+    return TypeAnd(p_, rest.get());
+  }
+
+  std::optional<Plan> FindCommand() const {
+    const bson_t* body = command_.body.get();
+    const Doc filter = FindDocument(body, "filter").value_or(Doc());
+    const std::optional<Doc> projection = FindDocument(body, "projection");
+    std::optional<Doc> stored_projection = ProjectionWithoutField(projection, p_.field);
+    if (!FilterNamesField(filter.get(), p_.field) && !SortNamesField(FindDocument(body, "sort")) && stored_projection)
+      return UnderLogicalName(OnStored("find", {{"filter", TypeAnd(p_, filter.get())},
+                                                {"projection", *stored_projection}}),
+                              p_);
+    // Through the view: the documents as the application wrote them.
+    FindPipeline parts;
+    parts.before_view = {Stage("$match", BeforeView(filter))};
+    parts.view = {ViewStages(p_).back()};
+    parts.after_view = filter;
+    Command find = command_;
+    if (std::optional<bson_iter_t> hint = Find(body, "hint"); hint && BSON_ITER_HOLDS_UTF8(&*hint))
+      find.body = OnStored("find").body;
+    auto aggregate = FindAsAggregate(find, p_.stored, std::move(parts), "when it names '" + p_.field + "'");
+    if (auto* refusal = std::get_if<Refusal>(&aggregate)) return Refuse(refusal->code, refusal->message);
+    AggregateFind& out = std::get<AggregateFind>(aggregate);
+    Plan plan = UnderLogicalName(std::move(out.command), p_);
+    if (out.single_batch) {
+      auto kill = SingleBatchShape(p_.stored);
+      plan.shape = [kill, logical = p_.logical.full()](std::span<const Doc> replies) {
+        ShapedReply shaped = kill(replies);
+        shaped.reply = WithCursor(shaped.reply, logical, std::nullopt);
+        return shaped;
+      };
+    }
+    return plan;
+  }
+
+  std::optional<Plan> Aggregate() const {
+    auto pipeline_iter = Find(command_.body.get(), "pipeline");
+    if (!pipeline_iter || !BSON_ITER_HOLDS_ARRAY(&*pipeline_iter))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "aggregate needs a 'pipeline' array"));
+    std::vector<Doc> stages = ArrayDocuments(*pipeline_iter);
+    std::vector<Doc> pipeline;
+    size_t i = 0;
+    if (!stages.empty()) {
+      bson_iter_t first;
+      bson_iter_init(&first, stages[0].get());
+      bson_iter_next(&first);
+      const std::string stage = bson_iter_key(&first);
+      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats" ||
+          stage == "$search" || stage == "$searchMeta" || stage == "$listSearchIndexes")
+        return Refuse(error_codes::kCommandNotSupported,
+                      "aggregate stage " + stage + " is not supported on a type of a polymorphic collection (its "
+                      "documents are stored in " + p_.stored.full() + ")");
+      if (stage == "$geoNear") {
+        // Must come first: it selects the type's documents itself.
+        Doc spec = FindDocument(stages[0].get(), "$geoNear").value_or(Doc());
+        const Doc query = FindDocument(spec.get(), "query").value_or(Doc());
+        if (FilterNamesField(query.get(), p_.field))
+          return Refuse(error_codes::kBadValue, "a $geoNear query naming '" + p_.field + "' is not supported");
+        pipeline.push_back(Stage("$geoNear", Rebuilt(spec.get(), "", "", {}, {{"query", TypeAnd(p_, query.get())}})));
+        pipeline.push_back(ViewStages(p_).back());
+        i = 1;
+      }
+    }
+    if (i == 0) {
+      // The client's first $match, beside the type, selects what it can before the view.
+      std::optional<Doc> match = stages.empty() ? std::nullopt : FindDocument(stages[0].get(), "$match");
+      pipeline.push_back(Stage("$match", match ? BeforeView(*match) : TypeAnd(p_, nullptr)));
+      pipeline.push_back(ViewStages(p_).back());
+    }
+    for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
+    Doc pipeline_box;
+    AppendArray(pipeline_box.mut(), "pipeline", pipeline);
+    bson_iter_t it;
+    bson_iter_init_find(&it, pipeline_box.get(), "pipeline");
+    BackendCommand backend = OnStored("aggregate");
+    backend.body = Rebuilt(backend.body.get(), "", "", {{"pipeline", it}});
+    return UnderLogicalName(std::move(backend), p_);
+  }
+
+  // A read through the view, as an aggregate ending in `after`.
+  BackendCommand ViewAggregate(const Doc& filter, std::vector<Doc> after) const {
+    std::vector<Doc> pipeline = {Stage("$match", BeforeView(filter)), ViewStages(p_).back()};
+    if (!filter.empty()) pipeline.push_back(Stage("$match", filter));
+    for (Doc& stage : after) pipeline.push_back(std::move(stage));
+    BackendCommand backend;
+    bson_t* out = backend.body.mut();
+    AppendString(out, "aggregate", p_.stored.collection);
+    AppendArray(out, "pipeline", pipeline);
+    AppendDoc(out, "cursor", Doc());
+    if (auto collation = Find(command_.body.get(), "collation")) AppendValue(out, "collation", *collation);
+    if (auto hint = Find(command_.body.get(), "hint")) AppendHint(out, *hint);
+    SealCommand(command_, ArgumentTarget::kRead, p_.stored.db, out);
+    return backend;
+  }
+
+  std::optional<Plan> Count() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    if (!FilterNamesField(query.get(), p_.field)) return Forwarded(OnStored("count", {{"query", TypeAnd(p_, query.get())}}));
+    std::vector<Doc> after;
+    if (auto skip = FindInteger(body, "skip"); skip && *skip > 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$skip", *skip);
+      after.push_back(std::move(stage));
+    }
+    if (auto limit = FindInteger(body, "limit"); limit && *limit != 0) {
+      Doc stage;
+      BSON_APPEND_INT64(stage.mut(), "$limit", *limit < 0 ? -*limit : *limit);
+      after.push_back(std::move(stage));
+    }
+    Doc count;
+    AppendString(count.mut(), "$count", "n");
+    after.push_back(std::move(count));
+    Plan plan = Forwarded(ViewAggregate(query, std::move(after)));
+    plan.shape = [](std::span<const Doc> replies) {
+      const Doc& reply = replies.front();
+      if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}, {}};
+      ShapedReply out;
+      std::vector<Doc> batch = FirstBatch(reply);
+      const int64_t n = batch.empty() ? 0 : FindInteger(batch.front().get(), "n").value_or(0);
+      if (n <= INT32_MAX) BSON_APPEND_INT32(out.reply.mut(), "n", static_cast<int32_t>(n));
+      else BSON_APPEND_INT64(out.reply.mut(), "n", n);
+      for (const char* key : {"$clusterTime", "operationTime"})
+        if (auto v = Find(reply.get(), key)) AppendValue(out.reply.mut(), key, *v);
+      BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);
+      return out;
+    };
+    return plan;
+  }
+
+  std::optional<Plan> Distinct() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    std::optional<std::string> key = FindString(body, "key");
+    if (!key) return Forwarded(OnStored("distinct"));  // the server says what is wrong
+    if (!IsPathOf(*key, p_.field) && !FilterNamesField(query.get(), p_.field))
+      return Forwarded(OnStored("distinct", {{"query", TypeAnd(p_, query.get())}}));
+    Plan plan = Forwarded(ViewAggregate(query, DistinctStages(*key)));
+    plan.shape = [](std::span<const Doc> replies) {
+      if (!IsOkReply(replies.front())) return ShapedReply{replies.front(), {}, {}, {}, {}, {}};
+      return ShapedReply{DistinctReply(replies), {}, {}, {}, {}, {}};
+    };
+    return plan;
+  }
+
+  std::optional<Plan> FindAndModify() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    if (FilterNamesField(query.get(), p_.field))
+      return ImmediateReply(ErrorReply(NamesField("the query names '" + p_.field + "'")));
+    if (SortNamesField(FindDocument(body, "sort")))
+      return ImmediateReply(ErrorReply(NamesField("the sort names '" + p_.field + "'")));
+    std::optional<Doc> fields = ProjectionWithoutField(FindDocument(body, "fields"), p_.field);
+    if (!fields) return ImmediateReply(ErrorReply(NamesField("the projection names '" + p_.field + "'")));
+    std::vector<std::pair<std::string, Doc>> documents = {{"query", TypeAnd(p_, query.get())}, {"fields", *fields}};
+    BackendCommand backend = OnStored(command_.name);
+    if (auto update = Find(body, "update")) {
+      std::variant<Doc, Refusal> stored = StoredUpdate(*update);
+      if (auto* refusal = std::get_if<Refusal>(&stored)) return ImmediateReply(ErrorReply(*refusal));
+      bson_iter_t boxed;
+      bson_iter_init_find(&boxed, std::get<Doc>(stored).get(), "u");
+      backend.body = Rebuilt(backend.body.get(), "", "", {{"update", boxed}}, documents);
+    } else {
+      backend.body = Rebuilt(backend.body.get(), "", "", {}, documents);
+    }
+    return Forwarded(std::move(backend));
+  }
+
+  const Command& command_;
+  const Rule& rule_;
+  const PolymorphicRule& p_;
+  const std::string who_;
+};
+
+}  // namespace
+
+bool FilterNamesField(const bson_t* filter, std::string_view field) {
+  if (!filter) return false;
+  bson_iter_t it;
+  bson_iter_init(&it, filter);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (key.empty() || key[0] != '$') {
+      if (IsPathOf(key, field)) return true;
+      continue;
+    }
+    if (key == "$and" || key == "$or" || key == "$nor") {
+      if (!BSON_ITER_HOLDS_ARRAY(&it)) return true;  // the server refuses it; not ours to pass
+      bool named = false;
+      ForEachChild(it, [&](std::string_view, const bson_iter_t& clause) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&clause)) {
+          named = true;
+          return;
+        }
+        uint32_t length = 0;
+        const uint8_t* data = nullptr;
+        bson_iter_document(&clause, &length, &data);
+        bson_t child;
+        bson_init_static(&child, data, length);
+        named = named || FilterNamesField(&child, field);
+      });
+      if (named) return true;
+      continue;
+    }
+    if (key == "$expr") {
+      if (ExpressionReads(it, field)) return true;
+      continue;
+    }
+    if (key == "$text" || key == "$comment") continue;
+    return true;  // $where, $jsonSchema, an operator remold does not know
+  }
+  return false;
+}
+
+Doc TypeAnd(const PolymorphicRule& rule, const bson_t* filter) {
+  Doc out;
+  AppendString(out.mut(), rule.field, rule.value);
+  if (!filter) return out;
+  bson_iter_t it;
+  bson_iter_init(&it, filter);
+  while (bson_iter_next(&it)) AppendValue(out.mut(), bson_iter_key(&it), it);
+  return out;
+}
+
+std::optional<Doc> ProjectionWithoutField(const std::optional<Doc>& projection, std::string_view field) {
+  Doc out;
+  if (!projection || projection->empty()) {
+    BSON_APPEND_INT32(out.mut(), std::string(field).c_str(), 0);
+    return out;
+  }
+  bson_iter_t it;
+  bson_iter_init(&it, projection->get());
+  while (bson_iter_next(&it)) {
+    if (IsPathOf(bson_iter_key(&it), field) || ExpressionReads(it, field)) return std::nullopt;
+  }
+  out = *projection;
+  if (ExcludesOnly(*projection)) BSON_APPEND_INT32(out.mut(), std::string(field).c_str(), 0);
+  return out;
+}
+
+std::string StoredIndexName(const PolymorphicRule& rule, std::string_view name) {
+  if (name == "_id_") return std::string(name);
+  return rule.IndexPrefix() + std::string(name);
+}
+
+std::vector<Doc> ViewStages(const PolymorphicRule& rule) {
+  Doc type, without;
+  AppendString(type.mut(), rule.field, rule.value);
+  BSON_APPEND_INT32(without.mut(), rule.field.c_str(), 0);
+  return {Stage("$match", type), Stage("$project", without)};
+}
+
+std::string PolymorphicRuleLabel(const Rule& rule, const PolymorphicRule& polymorphic) {
+  return "polymorphic rule '" + rule.name + "' for " + polymorphic.logical.full();
+}
+
+std::string DocumentsLeft(const std::string& rule_name, const PolymorphicRule& polymorphic) {
+  return "is refused while " + polymorphic.logical.full() + " holds documents written before the rule, which " +
+         polymorphic.stored.full() + " does not hold: `remold migrate --rule " + rule_name +
+         "` moves them (the rule's `migrating: false` says there are none, and serves " + polymorphic.stored.full() +
+         " alone)";
+}
+
+std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const PolymorphicRule& polymorphic,
+                                   const Capabilities&) {
+  return PolymorphicRewriter(command, rule, polymorphic).Rewrite();
+}
+
+}  // namespace remold
