@@ -56,7 +56,8 @@ int MigrateCollection(const MigrationRequest& request, std::string_view pattern,
       << move.to.full() << "; " << WithThousands(outcome.failed) << " cannot be moved; "
       << WithThousands(outcome.left) << " left in " << move.from.full() << "\n";
   if (outcome.left == 0) {
-    out << "migrate: done: " << move.from.full() << " is empty"
+    out << "migrate: done: " << move.from.full()
+        << (move.source == "{}" ? " is empty" : " holds none of them (" + move.source + ")")
         << (request.to_rule() ? "" : "; the rule can be deleted") << "\n";
     return kMigrationDone;
   }
