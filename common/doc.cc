@@ -85,6 +85,12 @@ std::string Doc::ToRelaxedJson() const {
 
 bool Doc::operator==(const Doc& other) const { return bson_equal(&bson_, &other.bson_); }
 
+std::string_view FirstKey(const bson_t* doc) {
+  bson_iter_t it;
+  if (!doc || !bson_iter_init(&it, doc) || !bson_iter_next(&it)) return {};
+  return bson_iter_key(&it);
+}
+
 std::optional<bson_iter_t> Find(const bson_t* doc, std::string_view key) {
   bson_iter_t iter;
   if (!bson_iter_init(&iter, doc)) return std::nullopt;

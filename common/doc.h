@@ -49,9 +49,15 @@ class Doc {
 
 // Lookups on one level of a document; dotted paths are not expanded.
 std::optional<bson_iter_t> Find(const bson_t* doc, std::string_view key);
+// The first key of a document ("" for an empty one): a stage's name, a
+// command's. Valid while `doc` is.
+std::string_view FirstKey(const bson_t* doc);
 std::optional<std::string> FindString(const bson_t* doc, std::string_view key);
 std::optional<Doc> FindDocument(const bson_t* doc, std::string_view key);  // doc or array
 std::optional<int64_t> FindInteger(const bson_t* doc, std::string_view key);  // int32/int64/whole double
+// |n| of a limit: a negative limit asks for one batch of that many. The
+// negation of INT64_MIN overflows: it is INT64_MAX here.
+inline int64_t LimitMagnitude(int64_t n) { return n == INT64_MIN ? INT64_MAX : n < 0 ? -n : n; }
 std::optional<bool> FindBool(const bson_t* doc, std::string_view key);  // any numeric or bool
 // The value at a dotted path ("a.b.c"), descending through sub-documents only.
 std::optional<bson_iter_t> FindPath(const bson_t* doc, std::string_view path);

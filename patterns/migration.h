@@ -44,7 +44,10 @@
 //       // upsert under an _id derived from `token` and the batch, that
 //       // matches no existing document; so the same batch written again
 //       // under the same token fails with duplicate keys instead of being
-//       // stored twice.
+//       // stored twice. A move of one document to one (`one_to_one`)
+//       // writes each as a replacement upsert of its copy instead, by _id
+//       // and what tells its copies from other documents there: written
+//       // again, a source that changed since replaces its copy.
 #pragma once
 
 #include <concepts>
@@ -70,6 +73,10 @@ struct CollectionMove {
   // The order batches are read in (Extended JSON sort, ending with _id):
   // documents that end up together read together.
   std::string order = R"({"_id": 1})";
+  // Each source becomes one destination document under the source's _id,
+  // written by replacement (above): a source that changed after it was
+  // written is written again whole.
+  bool one_to_one = false;
 };
 
 struct MovedBatch {

@@ -53,7 +53,7 @@ std::variant<AggregateFind, Refusal> FindAsAggregate(const Command& find, const 
   int64_t limit = FindInteger(body, "limit").value_or(0);
   AggregateFind out;
   out.single_batch = FindBool(body, "singleBatch").value_or(false) || limit < 0;
-  if (limit < 0) limit = -limit;
+  limit = LimitMagnitude(limit);
   if (limit != 0) pipeline.push_back(IntegerStage("$limit", limit));
   std::optional<Doc> projection = FindDocument(body, "projection");
   if (projection && !projection->empty()) pipeline.push_back(Stage("$project", *projection));

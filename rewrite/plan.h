@@ -31,6 +31,9 @@ struct BackendCommand {
   // exist (an index a read wants must not create the collection; a later
   // command ensures it once the collection is there).
   bool skip_if_collection_missing = false;
+  // For a Plan::ensure: an error reply with this code says the
+  // prerequisite holds already (NamespaceExists for a create); 0: none.
+  int holds_on_code = 0;
 };
 
 struct ShapedReply {

@@ -228,6 +228,14 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
                              ", expected a distinct value per rule");
     }
   }
+  for (Rule& rule : rules)
+    for (const WrittenNamespace& w : rule.Writes()) {
+      if (!w.share) continue;
+      Rule::SharedCollection shared{w.ns, {}};
+      for (const Sharer& sharer : sharers[w.ns.full()])
+        if (sharer.share) shared.shares.push_back(*sharer.share);
+      rule.shared.push_back(std::move(shared));
+    }
   // A field of another collection is written by one rule.
   std::map<std::string, std::string> writer;
   for (const Rule& rule : rules) {

@@ -24,6 +24,14 @@ struct Rule {
   // `pattern`, top first, each storing what the one above writes. Empty
   // for a rule of one pattern.
   std::vector<PatternRule> below;
+  // The collections the rule shares with other rules by value of a field
+  // (WrittenNamespace::share), each with every sharer's share, this rule's
+  // included, in the order of the rule files. Set by the loader.
+  struct SharedCollection {
+    Namespace ns;
+    std::vector<WrittenNamespace::Share> shares;
+  };
+  std::vector<SharedCollection> shared;
 
   const Namespace& logical() const {
     return std::visit([](const auto& p) -> const Namespace& { return p.logical; }, pattern);

@@ -22,9 +22,12 @@ struct WrittenNamespace {
   std::function<std::string(std::string_view owner)> conflict;
   // Set when the rule writes only documents whose top-level `field` is
   // `value` there, and shares the collection with rules of other values.
+  // `constraint`: a filter (Extended JSON) those documents must match,
+  // which the collection's validator enforces; "" for none.
   struct Share {
     std::string field;
     std::string value;
+    std::string constraint;
   };
   std::optional<Share> share;
 };

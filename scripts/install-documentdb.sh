@@ -321,6 +321,10 @@ documentdb.enableBackgroundWorkerJobs = true
 # runs (docs/backends.md, departure 9). Fixed upstream in rum commit
 # 78c348b (June 2025, after 1.3.14); the fork re-finds the leaf page.
 documentdb.rum_library_load_option = 'require_documentdb_extended_rum'
+# Collection validators: documentdb refuses them (115) unless this is on.
+# The polymorphic rule puts its types' validators in the validator of the
+# collection that stores them (docs/backends.md).
+documentdb.enableSchemaValidation = on
 max_connections = 300
 ssl = off
 # A test server: nothing here must survive a crash of the machine.

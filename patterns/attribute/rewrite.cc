@@ -241,10 +241,7 @@ class AttributeRewriter {
     std::vector<Doc> pipeline;
     size_t i = 0;
     if (!stages.empty()) {
-      bson_iter_t first;
-      bson_iter_init(&first, stages[0].get());
-      bson_iter_next(&first);
-      std::string_view stage = bson_iter_key(&first);
+      std::string_view stage = FirstKey(stages[0].get());  // "": an empty stage, which the backend refuses
       // About the collection or its change events, not its documents.
       if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" ||
           stage == "$planCacheStats")

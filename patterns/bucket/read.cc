@@ -166,7 +166,7 @@ Plan RewriteBucketFind(const Command& command, const BucketRule& rule, const std
   int64_t limit = FindInteger(body, "limit").value_or(0);
   bool single_batch = FindBool(body, "singleBatch").value_or(false);
   if (limit < 0) {
-    limit = -limit;
+    limit = LimitMagnitude(limit);
     single_batch = true;
   }
   if (skip < 0) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "skip must be >= 0"));
@@ -234,7 +234,7 @@ Plan RewriteBucketCount(const Command& command, const BucketRule& rule) {
   std::optional<Doc> query = FindDocument(body, "query");
   int64_t skip = FindInteger(body, "skip").value_or(0);
   int64_t limit = FindInteger(body, "limit").value_or(0);
-  if (limit < 0) limit = -limit;
+  limit = LimitMagnitude(limit);
   std::vector<Doc> pipeline;
   if ((!query || query->empty()) && skip == 0 && limit == 0) {
     // Every measurement: the buckets' counts add up without unpacking.

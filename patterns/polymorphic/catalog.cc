@@ -8,6 +8,7 @@
 // clause comes before the type's, which tells listIndexes to say `sparse`
 // again. listIndexes lists the _id index and the indexes whose
 // partialFilterExpression names the type, as the client created them.
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,7 +50,9 @@ Doc AsCreated(const PolymorphicRule& rule, const Doc& spec) {
   bson_iter_init(&it, spec.get());
   while (bson_iter_next(&it)) {
     std::string_view key = bson_iter_key(&it);
-    if (key == "name") {
+    if (key == "name" && BSON_ITER_HOLDS_UTF8(&it) &&
+        std::string_view(bson_iter_utf8(&it, nullptr)).starts_with(rule.IndexPrefix())) {
+      // (OfType read the first "name"; a reply that repeats it is copied.)
       AppendString(out.mut(), "name", std::string(bson_iter_utf8(&it, nullptr)).substr(rule.IndexPrefix().size()));
     } else if (key == "ns") {
       AppendString(out.mut(), "ns", rule.logical.full());
@@ -200,16 +203,25 @@ std::variant<std::vector<std::string>, Refusal> NamedIndexes(const PolymorphicRu
   return Refusal{error_codes::kTypeMismatch, "dropIndexes 'index' must be a name, a list of names or a key pattern"};
 }
 
-BackendCommand DropStoredIndexes(const Command& command, const PolymorphicRule& rule,
-                                 const std::vector<std::string>& names) {
-  BackendCommand drop;
-  AppendString(drop.body.mut(), "dropIndexes", rule.stored.collection);
-  bson_t array;
-  BSON_APPEND_ARRAY_BEGIN(drop.body.mut(), "index", &array);
-  for (size_t i = 0; i < names.size(); ++i) BSON_APPEND_UTF8(&array, std::to_string(i).c_str(), names[i].c_str());
-  bson_append_array_end(drop.body.mut(), &array);
-  SealCommand(command, ArgumentTarget::kWrite, rule.stored.db, drop.body.mut());
-  return drop;
+// One dropIndexes per name: a list of names is not taken by every engine.
+std::vector<BackendCommand> DropStoredIndexes(const Command& command, const PolymorphicRule& rule,
+                                              const std::vector<std::string>& names) {
+  std::vector<BackendCommand> drops;
+  for (const std::string& name : names) {
+    BackendCommand drop;
+    AppendString(drop.body.mut(), "dropIndexes", rule.stored.collection);
+    AppendString(drop.body.mut(), "index", name);
+    SealCommand(command, ArgumentTarget::kWrite, rule.stored.db, drop.body.mut());
+    drops.push_back(std::move(drop));
+  }
+  return drops;
+}
+
+// The first reply after the listIndexes that is not ok, if any.
+const Doc* FirstFailure(std::span<const Doc> replies) {
+  for (size_t i = 1; i < replies.size(); ++i)
+    if (!IsOkReply(replies[i])) return &replies[i];
+  return nullptr;
 }
 
 ShapedReply Ok(const Doc& last) {
@@ -290,7 +302,7 @@ Plan RewritePolymorphicDropIndexes(const Command& command, const PolymorphicRule
     bson_iter_init_find(&index, client.body.get(), "index");
     auto names = NamedIndexes(rule, index, specs);
     if (std::get_if<Refusal>(&names) || std::get<std::vector<std::string>>(names).empty()) return Step{};
-    return Step{{DropStoredIndexes(client, rule, std::get<std::vector<std::string>>(names))}, {}};
+    return Step{DropStoredIndexes(client, rule, std::get<std::vector<std::string>>(names)), {}};
   };
   plan.shape = [client, rule](std::span<const Doc> replies) {
     const std::vector<Doc> specs = IndexSpecs(replies.front());
@@ -298,8 +310,8 @@ Plan RewritePolymorphicDropIndexes(const Command& command, const PolymorphicRule
     bson_iter_init_find(&index, client.body.get(), "index");
     auto names = NamedIndexes(rule, index, specs);
     if (auto* refusal = std::get_if<Refusal>(&names)) return ShapedReply{ErrorReply(*refusal), {}, {}, {}, {}, {}};
-    if (replies.size() > 1 && !IsOkReply(replies.back()))
-      return ShapedReply{ErrorNamingLogical(replies.back(), rule.stored.full(), rule.logical.full()), {}, {}, {}, {}, {}};
+    if (const Doc* failure = FirstFailure(replies))
+      return ShapedReply{ErrorNamingLogical(*failure, rule.stored.full(), rule.logical.full()), {}, {}, {}, {}, {}};
     int32_t was = 1;  // _id
     for (const Doc& spec : specs) was += OfType(rule, spec) ? 1 : 0;
     ShapedReply out;
@@ -355,14 +367,14 @@ Plan RewritePolymorphicDrop(const Command& command, const PolymorphicRule& rule)
     AppendString(remove.body.mut(), "delete", rule.stored.collection);
     AppendArray(remove.body.mut(), "deletes", {statement});
     SealCommand(client, ArgumentTarget::kWrite, rule.stored.db, remove.body.mut());
-    Step step;
-    if (!names.empty()) step.commands.push_back(DropStoredIndexes(client, rule, names));
+    Step step{DropStoredIndexes(client, rule, names), {}};
     step.commands.push_back(std::move(remove));
     return step;
   };
   plan.shape = [logical = rule.logical.full(), stored = rule.stored.full()](std::span<const Doc> replies) {
     const Doc& last = replies.back();
-    if (replies.size() > 1 && !IsOkReply(last)) return ShapedReply{ErrorNamingLogical(last, stored, logical), {}, {}, {}, {}, {}};
+    if (const Doc* failure = FirstFailure(replies))
+      return ShapedReply{ErrorNamingLogical(*failure, stored, logical), {}, {}, {}, {}, {}};
     ShapedReply out;
     AppendString(out.reply.mut(), "ns", logical);
     BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);

@@ -7,8 +7,8 @@ namespace remold {
 CollectionMove MoveOf(const PolymorphicRule& rule, MigrationDirection direction) {
   if (direction == MigrationDirection::kToFlat)
     // Back: a proxy serving the rule may still change the type's documents.
-    return {rule.stored, rule.logical, rule.TypeFilter(), true};
-  return {rule.logical, rule.stored, "{}", false};
+    return {rule.stored, rule.logical, rule.TypeFilter(), true, R"({"_id": 1})", true};
+  return {rule.logical, rule.stored, "{}", false, R"({"_id": 1})", true};
 }
 
 MovedBatch MovedDocuments(const PolymorphicRule& rule, MigrationDirection direction, const std::vector<Doc>& batch,
@@ -35,7 +35,16 @@ MovedBatch MovedDocuments(const PolymorphicRule& rule, MigrationDirection direct
       while (bson_iter_next(&it))
         if (rule.field != bson_iter_key(&it)) AppendValue(out.mut(), bson_iter_key(&it), it);
     }
-    moved.inserts.push_back(std::move(out));
+    // A replacement of the copy (one to one): by _id, and by type in the
+    // stored collection, where another type's document may have that _id
+    // (the upsert then fails on it, and the source stays).
+    Doc q, statement;
+    AppendValue(q.mut(), "_id", *Find(document, "_id"));
+    if (direction == MigrationDirection::kToRule) AppendString(q.mut(), rule.field, rule.value);
+    AppendDoc(statement.mut(), "q", q);
+    AppendDoc(statement.mut(), "u", out);
+    BSON_APPEND_BOOL(statement.mut(), "upsert", true);
+    moved.upserts.push_back(std::move(statement));
     moved.sources.push_back({i});
   }
   return moved;

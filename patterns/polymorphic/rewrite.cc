@@ -18,18 +18,63 @@ bool IsPathOf(std::string_view path, std::string_view field) {
   return path == field || (path.size() > field.size() && path.starts_with(field) && path[field.size()] == '.');
 }
 
-// Whether an aggregation expression may read `field`: a "$field..." path,
-// or the whole document.
-bool ExpressionReads(const bson_iter_t& value, std::string_view field) {
+// Whether an aggregation expression reads the path `field`: "$field...".
+bool ExpressionReadsPath(const bson_iter_t& value, std::string_view field) {
   if (BSON_ITER_HOLDS_UTF8(&value)) {
     std::string_view text = bson_iter_utf8(&value, nullptr);
-    if (text.starts_with("$$")) return text.starts_with("$$ROOT") || text.starts_with("$$CURRENT");
-    return text.starts_with("$") && IsPathOf(text.substr(1), field);
+    return text.starts_with("$") && !text.starts_with("$$") && IsPathOf(text.substr(1), field);
   }
   if (!BSON_ITER_HOLDS_DOCUMENT(&value) && !BSON_ITER_HOLDS_ARRAY(&value)) return false;
   bool reads = false;
-  ForEachChild(value, [&](std::string_view, const bson_iter_t& child) { reads = reads || ExpressionReads(child, field); });
+  ForEachChild(value, [&](std::string_view, const bson_iter_t& child) {
+    reads = reads || ExpressionReadsPath(child, field);
+  });
   return reads;
+}
+
+// Whether an aggregation expression reads the whole document.
+bool ExpressionReadsWhole(const bson_iter_t& value) {
+  if (BSON_ITER_HOLDS_UTF8(&value)) {
+    std::string_view text = bson_iter_utf8(&value, nullptr);
+    return text.starts_with("$$ROOT") || text.starts_with("$$CURRENT");
+  }
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value) && !BSON_ITER_HOLDS_ARRAY(&value)) return false;
+  bool reads = false;
+  ForEachChild(value, [&](std::string_view, const bson_iter_t& child) { reads = reads || ExpressionReadsWhole(child); });
+  return reads;
+}
+
+// Whether an aggregation expression may read `field`: a "$field..." path,
+// or the whole document.
+bool ExpressionReads(const bson_iter_t& value, std::string_view field) {
+  return ExpressionReadsPath(value, field) || ExpressionReadsWhole(value);
+}
+
+// The parts of a new root: the $mergeObjects it merges, or itself. A part
+// that is "$$ROOT" or "$$CURRENT" is the document it starts from, and is
+// left out.
+template <typename Fn>
+void ForEachRootPart(const bson_iter_t& root, Fn&& fn) {
+  auto whole = [](const bson_iter_t& part) {
+    if (!BSON_ITER_HOLDS_UTF8(&part)) return false;
+    std::string_view text = bson_iter_utf8(&part, nullptr);
+    return text == "$$ROOT" || text == "$$CURRENT";
+  };
+  if (BSON_ITER_HOLDS_DOCUMENT(&root)) {
+    bson_iter_t child;
+    bson_iter_t copy = root;
+    if (bson_iter_recurse(&copy, &child) && bson_iter_next(&child) &&
+        std::string_view(bson_iter_key(&child)) == "$mergeObjects" && BSON_ITER_HOLDS_ARRAY(&child)) {
+      bson_iter_t next = child;
+      if (!bson_iter_next(&next)) {  // the only key
+        ForEachChild(child, [&](std::string_view, const bson_iter_t& part) {
+          if (!whole(part)) fn(part);
+        });
+        return;
+      }
+    }
+  }
+  if (!whole(root)) fn(root);
 }
 
 Doc Single(std::string_view key, const Doc& value) {
@@ -110,6 +155,38 @@ Plan UnderLogicalName(BackendCommand backend, const PolymorphicRule& rule) {
   return plan;
 }
 
+// The commands that put the types' validators of the stored collection in
+// its validator, before the first write through this remold: the stored
+// collection created when it is not there, then
+//   {$and: [{$or: [{<field>: {$ne: <value>}}, <the type's validator>]}, ...]}
+// for every type of the collection that has one. None when no type has.
+std::vector<BackendCommand> ValidatorEnsures(const Rule& rule, const PolymorphicRule& p) {
+  std::vector<Doc> clauses;
+  for (const Rule::SharedCollection& shared : rule.shared) {
+    if (!(shared.ns == p.stored)) continue;
+    for (const WrittenNamespace::Share& share : shared.shares) {
+      if (share.constraint.empty()) continue;
+      Doc other_type, not_equal, clause;
+      AppendString(not_equal.mut(), "$ne", share.value);
+      AppendDoc(other_type.mut(), share.field, not_equal);
+      AppendArray(clause.mut(), "$or", {other_type, *Doc::FromJson(share.constraint)});
+      clauses.push_back(std::move(clause));
+    }
+  }
+  if (clauses.empty()) return {};
+  Doc validator;
+  if (clauses.size() == 1) validator = std::move(clauses.front());
+  else AppendArray(validator.mut(), "$and", clauses);
+  BackendCommand create, modify;
+  AppendString(create.body.mut(), "create", p.stored.collection);
+  AppendString(create.body.mut(), "$db", p.stored.db);
+  create.holds_on_code = 48;  // NamespaceExists
+  AppendString(modify.body.mut(), "collMod", p.stored.collection);
+  AppendDoc(modify.body.mut(), "validator", validator);
+  AppendString(modify.body.mut(), "$db", p.stored.db);
+  return {std::move(create), std::move(modify)};
+}
+
 class PolymorphicRewriter {
  public:
   PolymorphicRewriter(const Command& command, const Rule& rule, const PolymorphicRule& polymorphic)
@@ -128,10 +205,10 @@ class PolymorphicRewriter {
     if (name == "aggregate") return Aggregate();
     if (name == "count") return Count();
     if (name == "distinct") return Distinct();
-    if (name == "insert") return Insert();
-    if (name == "update") return Update();
+    if (name == "insert") return Validated(Insert());
+    if (name == "update") return Validated(Update());
     if (name == "delete") return Delete();
-    if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
+    if (name == "findAndModify" || name == "findandmodify") return Validated(FindAndModify());
     if (name == "createIndexes") return RewritePolymorphicCreateIndexes(command_, p_, who_);
     if (name == "listIndexes") return RewritePolymorphicListIndexes(command_, p_);
     if (name == "dropIndexes" || name == "deleteIndexes") return RewritePolymorphicDropIndexes(command_, p_, who_);
@@ -234,6 +311,14 @@ class PolymorphicRewriter {
   }
 
  private:
+  // A write plan, after the types' validators are in the stored
+  // collection's (ValidatorEnsures).
+  std::optional<Plan> Validated(std::optional<Plan> plan) const {
+    if (plan && !plan->immediate_reply)
+      for (BackendCommand& ensure : ValidatorEnsures(rule_, p_)) plan->ensure.push_back(std::move(ensure));
+    return plan;
+  }
+
   Plan Refuse(ErrorCode code, const std::string& what) const {
     return ImmediateReply(ErrorReply(code, who_ + ": " + what));
   }
@@ -268,17 +353,59 @@ class PolymorphicRewriter {
     return named;
   }
 
+  // Why a pipeline update cannot run on the stored document as it is, if
+  // it cannot: a stage that writes or reads the discriminator (BadValue),
+  // or reads the whole document other than as what $replaceRoot or
+  // $replaceWith start from ($$ROOT would show the discriminator).
+  std::optional<Refusal> PipelineProblem(const std::vector<Doc>& stages) const {
+    for (const Doc& stage : stages) {
+      bson_iter_t it;
+      if (!bson_iter_init(&it, stage.get()) || !bson_iter_next(&it)) continue;
+      const std::string_view name = bson_iter_key(&it);
+      bool names = false, whole = false;
+      if (name == "$unset") {
+        if (BSON_ITER_HOLDS_UTF8(&it)) names = IsPathOf(bson_iter_utf8(&it, nullptr), p_.field);
+        else ForEachChild(it, [&](std::string_view, const bson_iter_t& path) {
+          names = names || (BSON_ITER_HOLDS_UTF8(&path) && IsPathOf(bson_iter_utf8(&path, nullptr), p_.field));
+        });
+      } else if (name == "$replaceRoot" || name == "$replaceWith") {
+        bson_iter_t root = it;
+        if (name == "$replaceRoot") {
+          bson_iter_t child;
+          if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &child) && bson_iter_find(&child, "newRoot"))
+            root = child;
+        }
+        ForEachRootPart(root, [&](const bson_iter_t& part) {
+          names = names || ExpressionReadsPath(part, p_.field);
+          whole = whole || ExpressionReadsWhole(part);
+        });
+      } else {
+        // $set, $addFields, $project: their fields, and what they read.
+        ForEachChild(it, [&](std::string_view field, const bson_iter_t& value) {
+          names = names || IsPathOf(field, p_.field) || ExpressionReadsPath(value, p_.field);
+          whole = whole || ExpressionReadsWhole(value);
+        });
+      }
+      if (names) return NamesField("the pipeline update names '" + p_.field + "'");
+      if (whole)
+        return Refusal{error_codes::kInvalidOptions,
+                       who_ + ": a pipeline update that reads the whole document ($$ROOT, $$CURRENT) other than as "
+                              "what $replaceRoot or $replaceWith start from is not supported: the stored document "
+                              "holds the discriminator '" + p_.field + "'"};
+    }
+    return std::nullopt;
+  }
+
   // The update as stored: a replacement with the discriminator after the
   // document's fields; operators as they are (the filter's equality on the
-  // discriminator gives it to an upserted document); a pipeline that runs
-  // on the document without it, then sets it.
+  // discriminator gives it to an upserted document); a pipeline as it is
+  // (it neither names the discriminator nor reads it), then the
+  // discriminator set, which puts it back when a stage replaced the
+  // document and changes nothing otherwise.
   std::variant<Doc, Refusal> StoredUpdate(const bson_iter_t& u) const {
     if (BSON_ITER_HOLDS_ARRAY(&u)) {
-      std::vector<Doc> pipeline;
-      Doc unset;
-      AppendString(unset.mut(), "$unset", p_.field);
-      pipeline.push_back(std::move(unset));
-      for (Doc& stage : ArrayDocuments(u)) pipeline.push_back(std::move(stage));
+      std::vector<Doc> pipeline = ArrayDocuments(u);
+      if (std::optional<Refusal> problem = PipelineProblem(pipeline)) return *problem;
       Doc set;
       AppendString(set.mut(), p_.field, p_.value);
       pipeline.push_back(Stage("$set", set));
@@ -391,7 +518,7 @@ class PolymorphicRewriter {
     // Through the view: the documents as the application wrote them.
     FindPipeline parts;
     parts.before_view = {Stage("$match", BeforeView(filter))};
-    parts.view = {ViewStages(p_).back()};
+    parts.view = DiscriminatorOut(p_);
     parts.after_view = filter;
     Command find = command_;
     if (std::optional<bson_iter_t> hint = Find(body, "hint"); hint && BSON_ITER_HOLDS_UTF8(&*hint))
@@ -419,10 +546,7 @@ class PolymorphicRewriter {
     std::vector<Doc> pipeline;
     size_t i = 0;
     if (!stages.empty()) {
-      bson_iter_t first;
-      bson_iter_init(&first, stages[0].get());
-      bson_iter_next(&first);
-      const std::string stage = bson_iter_key(&first);
+      const std::string stage(FirstKey(stages[0].get()));  // "": an empty stage, which the backend refuses
       if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats" ||
           stage == "$search" || stage == "$searchMeta" || stage == "$listSearchIndexes")
         return Refuse(error_codes::kCommandNotSupported,
@@ -435,7 +559,7 @@ class PolymorphicRewriter {
         if (FilterNamesField(query.get(), p_.field))
           return Refuse(error_codes::kBadValue, "a $geoNear query naming '" + p_.field + "' is not supported");
         pipeline.push_back(Stage("$geoNear", Rebuilt(spec.get(), "", "", {}, {{"query", TypeAnd(p_, query.get())}})));
-        pipeline.push_back(ViewStages(p_).back());
+        for (Doc& stage : DiscriminatorOut(p_)) pipeline.push_back(std::move(stage));
         i = 1;
       }
     }
@@ -443,7 +567,7 @@ class PolymorphicRewriter {
       // The client's first $match, beside the type, selects what it can before the view.
       std::optional<Doc> match = stages.empty() ? std::nullopt : FindDocument(stages[0].get(), "$match");
       pipeline.push_back(Stage("$match", match ? BeforeView(*match) : TypeAnd(p_, nullptr)));
-      pipeline.push_back(ViewStages(p_).back());
+      for (Doc& stage : DiscriminatorOut(p_)) pipeline.push_back(std::move(stage));
     }
     for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
     Doc pipeline_box;
@@ -457,7 +581,8 @@ class PolymorphicRewriter {
 
   // A read through the view, as an aggregate ending in `after`.
   BackendCommand ViewAggregate(const Doc& filter, std::vector<Doc> after) const {
-    std::vector<Doc> pipeline = {Stage("$match", BeforeView(filter)), ViewStages(p_).back()};
+    std::vector<Doc> pipeline = {Stage("$match", BeforeView(filter))};
+    for (Doc& stage : DiscriminatorOut(p_)) pipeline.push_back(std::move(stage));
     if (!filter.empty()) pipeline.push_back(Stage("$match", filter));
     for (Doc& stage : after) pipeline.push_back(std::move(stage));
     BackendCommand backend;
@@ -483,7 +608,7 @@ class PolymorphicRewriter {
     }
     if (auto limit = FindInteger(body, "limit"); limit && *limit != 0) {
       Doc stage;
-      BSON_APPEND_INT64(stage.mut(), "$limit", *limit < 0 ? -*limit : *limit);
+      BSON_APPEND_INT64(stage.mut(), "$limit", LimitMagnitude(*limit));
       after.push_back(std::move(stage));
     }
     Doc count;
@@ -621,11 +746,18 @@ std::string StoredIndexName(const PolymorphicRule& rule, std::string_view name) 
   return rule.IndexPrefix() + std::string(name);
 }
 
-std::vector<Doc> ViewStages(const PolymorphicRule& rule) {
-  Doc type, without;
-  AppendString(type.mut(), rule.field, rule.value);
+std::vector<Doc> DiscriminatorOut(const PolymorphicRule& rule) {
+  Doc without;
   BSON_APPEND_INT32(without.mut(), rule.field.c_str(), 0);
-  return {Stage("$match", type), Stage("$project", without)};
+  return {Stage("$project", without), Stage("$project", without)};
+}
+
+std::vector<Doc> ViewStages(const PolymorphicRule& rule) {
+  Doc type;
+  AppendString(type.mut(), rule.field, rule.value);
+  std::vector<Doc> stages = {Stage("$match", type)};
+  for (Doc& stage : DiscriminatorOut(rule)) stages.push_back(std::move(stage));
+  return stages;
 }
 
 std::string PolymorphicRuleLabel(const Rule& rule, const PolymorphicRule& polymorphic) {

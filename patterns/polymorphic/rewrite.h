@@ -35,8 +35,15 @@ namespace remold {
 std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const PolymorphicRule& polymorphic,
                                    const Capabilities& caps);
 
-// [{$match: {<field>: <value>}}, {$project: {<field>: 0}}]
+// [{$match: {<field>: <value>}}, <DiscriminatorOut>...]
 std::vector<Doc> ViewStages(const PolymorphicRule& rule);
+// The stages that leave the discriminator out of the documents read:
+// {$project: {<field>: 0}}, twice. Once is MongoDB's form; DocumentDB
+// evaluates an $addFields or $set after a single exclusion (even past a
+// $sort) on the document before it, and shows the discriminator there
+// (and in $$ROOT); after the second, it does not (docs/backends.md,
+// departure 10). Both forms are the same on mongod, which merges them.
+std::vector<Doc> DiscriminatorOut(const PolymorphicRule& rule);
 // The view reads the stored collection.
 inline Namespace ViewSource(const PolymorphicRule& rule) { return rule.stored; }
 // Every field but the discriminator.

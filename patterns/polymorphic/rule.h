@@ -29,6 +29,12 @@ struct PolymorphicRule {
   Namespace stored;
   std::string field = "type";
   std::string value;
+  // The type's validator (Extended JSON; "" for none): a filter, usually
+  // {$jsonSchema: ...}, that every document of the type must match as
+  // stored. The rules of a stored collection put theirs in its validator,
+  // each for its own type's documents; a write that breaks it fails with
+  // DocumentValidationFailure (121), as MongoDB's validation fails it.
+  std::string validator;
   // Whether the rule file said `migrating: false` (patterns/adoption.h).
   Adoption adoption = Adoption::kAuto;
   // Set while the logical collection itself still holds documents written

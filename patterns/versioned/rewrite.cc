@@ -266,10 +266,7 @@ class VersionedRewriter {
     std::vector<Doc> pipeline;
     size_t i = 0;
     if (!stages.empty()) {
-      bson_iter_t first;
-      bson_iter_init(&first, stages[0].get());
-      bson_iter_next(&first);
-      std::string_view stage = bson_iter_key(&first);
+      std::string_view stage = FirstKey(stages[0].get());  // "": an empty stage, which the backend refuses
       // About the collection or its change events, not its documents.
       if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats")
         return std::nullopt;
@@ -308,7 +305,7 @@ class VersionedRewriter {
     }
     if (auto limit = FindInteger(body, "limit"); limit && *limit != 0) {
       Doc stage;
-      BSON_APPEND_INT64(stage.mut(), "$limit", *limit < 0 ? -*limit : *limit);
+      BSON_APPEND_INT64(stage.mut(), "$limit", LimitMagnitude(*limit));
       after.push_back(std::move(stage));
     }
     Doc count;

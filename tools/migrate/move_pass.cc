@@ -175,7 +175,9 @@ class MovePass {
     int64_t moved = 0;
     for (int round = 1; !stamped.empty(); ++round) {
       std::set<size_t> unmoved;
-      if (!written_before || round > 1) {
+      // A one-to-one move writes again what it wrote: a source may have
+      // changed since, and its copy is replaced with what it holds now.
+      if (!written_before || round > 1 || mover_.move.one_to_one) {
         unmoved = Write(stamped, token);
         MarkBatchWritten(backend_, checkpoint_, token);
       }

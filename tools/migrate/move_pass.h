@@ -13,8 +13,8 @@
 //  3. the checkpoint adds the token to its set of batches written;
 //  4. the stamped sources are deleted; where sources may change meanwhile,
 //     each under a guard that it is as stamped, and one that changed is
-//     written again (what it held already moved meets its duplicates) and
-//     deleted again.
+//     written again (what it held already moved meets its duplicates; in a
+//     one-to-one move, its copy is replaced) and deleted again.
 //
 // A run killed at any point leaves stamped sources behind; the next run
 // finishes their batch first: it writes them again unless the checkpoint

@@ -1,12 +1,15 @@
 """The differential test (issue 11), bounded for ``make test``: for each rule
-(bucket, attribute, computed, subset, extended_reference, versioned) a few
-seeded random sequences of writes, reads,
+(bucket, attribute, computed, subset, extended_reference, versioned,
+polymorphic) a few seeded random sequences of writes, reads,
 pipelines from a plain collection reading the ruled one, $out/$merge into it
 and catalog commands run through remold on the ruled collection and directly
 on the backend on a flat copy (for computed, subset and extended_reference,
 what the rule maintains is recomputed on the flat copy by the oracle after
 every write; for versioned, each sequence starts with documents stored at
-older versions, which the flat copy holds upgraded). Every difference must be a
+older versions, which the flat copy holds upgraded; for polymorphic, c shares
+its stored collection with a second rule's c3, which the sequences seed and
+write too, and the oracle keeps the flat side's copy of the stored collection
+to compare with remold's). Every difference must be a
 refusal documented in README.md's table "What works through remold", or a
 difference a cell of it states ("differs: ..."); any other difference fails
 the test, printed with its seed and a minimal

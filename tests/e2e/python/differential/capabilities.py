@@ -103,7 +103,41 @@ def probe(client, db_name: str) -> set[str]:
         order = lambda direction: [d["_id"] for d in db.sa.find().sort([("f", direction), ("_id", 1)])]
         return order(1) == [1, 2, 3, 4] and order(-1) == [4, 3, 1, 2]
 
+    def partial_indexes():
+        db.pi.insert_many([{"_id": 1, "t": "C", "a": 1}, {"_id": 2, "t": "O", "a": 1},
+                           {"_id": 3, "t": "O", "a": 1}])
+        db.command({"createIndexes": "pi", "indexes": [
+            {"key": {"a": 1}, "name": "a_u", "unique": True, "partialFilterExpression": {"t": "C"}}]})
+        db.pi.insert_one({"_id": 4, "t": "O", "a": 1})
+        reply = db.command({"insert": "pi", "documents": [{"_id": 5, "t": "C", "a": 1}]})
+        return [e.get("code") for e in reply.get("writeErrors", [])] == [11000]
+
+    def create_existing_ok():
+        return db.command({"create": "a"})["ok"] == 1
+
+    def drop_indexes_list():
+        db.command({"createIndexes": "b", "indexes": [{"key": {"f": 1}, "name": "f_1"},
+                                                      {"key": {"f": -1}, "name": "f_-1"}]})
+        db.command({"dropIndexes": "b", "index": ["f_1", "f_-1"]})
+        return [i["name"] for i in db.b.list_indexes()] == ["_id_"]
+
+    def pipeline_update():
+        db.pu.insert_one({"_id": 1, "f": 2, "g": 1})
+        db.command({"update": "pu", "updates": [{"q": {"_id": 1}, "u": [{"$set": {"h": "$f"}}, {"$unset": "g"}]}]})
+        db.command({"update": "pu", "updates": [{"q": {"_id": 2}, "u": [{"$set": {"h": 3}}], "upsert": True}]})
+        return list(db.pu.find().sort("_id", 1)) == [{"_id": 1, "f": 2, "h": 2}, {"_id": 2, "h": 3}]
+
     checks = {
+        # An update may be a pipeline (MongoDB 4.2), upserts too.
+        "pipeline_update": pipeline_update,
+        # dropIndexes takes a list of names (MongoDB 4.2).
+        "drop_indexes_list": drop_indexes_list,
+        # create of an existing collection (same options) answers ok, as a
+        # mongos does and a mongod since SERVER-60064 (MongoDB 7.0).
+        "create_existing_ok": create_existing_ok,
+        # A unique index with a partialFilterExpression holds only the
+        # documents its filter matches.
+        "partial_indexes": partial_indexes,
         # Documents whose sort key is [] tie (below null and missing): the
         # next key orders them.
         "sort_empty_array_ties": sort_empty_array_ties,

@@ -116,7 +116,7 @@ def shape(db, op: dict, reply: dict, names: tuple, loose: frozenset, caps: set) 
         return Outcome(value=sorted((d["name"], d.get("type", "collection")) for d in docs
                                     if d["name"] in names))
     if kind == "listIndexes":
-        docs = drain(db, reply, "c")
+        docs = drain(db, reply, op["cmd"]["listIndexes"])
         return Outcome(value=sorted((tuple(d["key"].items()), d["name"], bool(d.get("unique")))
                                     for d in docs))
     if kind == "collStats":

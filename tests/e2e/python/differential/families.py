@@ -65,6 +65,10 @@ class Family:
     reads_forwarded = False     # does remold answer the rule's reads with the backend's own cursor?
     maintains_with_writes = False  # does remold write derived values with a statement's documents?
     empty_array_fields: tuple = ()  # fields whose values may be [] (written or left by $pull)
+    # Backend capabilities an operation (by label) needs for this rule beyond
+    # its own: where remold answers it with a form of its own that a backend
+    # may answer unlike MongoDB.
+    op_needs: dict = {}
 
     def rules(self, db: str) -> dict[str, str]:
         raise NotImplementedError
@@ -111,6 +115,15 @@ class Family:
         """Documents c holds before a sequence, written on the backend
         directly (``stored_db``: remold's database there) as the rule's
         collection may hold them, and on the flat side as remold shows them."""
+
+    # What remold shows of an index (listIndexes) that the resync carries to
+    # the flat copy besides its key, name and uniqueness.
+    resync_index_options: tuple = ()
+
+    def extra_operations(self, gen) -> list:
+        """(make, weight) pairs the generator draws from besides its own
+        (``gen``: the Generator, whose ``state`` dict the family may use)."""
+        return []
 
 
 class Bucket(Family):
@@ -604,4 +617,265 @@ versioned:
         self.maintain(flat_db)
 
 
-FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset(), ExtendedReference(), Versioned())}
+class Polymorphic(Family):
+    """c is a polymorphic rule's logical collection (discriminator value "C")
+    stored in ``content``, which it shares with a second polymorphic rule's
+    ``c3`` (value "O"); the flat side has plain ``c`` and ``c3``. Each
+    sequence starts with documents of both types stored in content on the
+    backend directly, and beside them documents no rule reads (another type,
+    a null type, none): none of them may show through c, and no write on c
+    may touch them. The generator writes and reads c3 too, with _ids apart
+    from c's (content's _id index is shared by the types: a collision is a
+    documented difference), names the discriminator field now and then (a
+    document, a filter or an update naming it is refused with 2 by a write;
+    a read sees no such field, as on the flat side), and builds unique,
+    sparse and partial indexes on both collections (content holds them all).
+
+    The oracle keeps the flat side's ``content`` as remold stores it: c's
+    documents with type "C", c3's with type "O" and the untyped ones, rebuilt
+    after every write and compared (field order aside) with remold's stored
+    collection. remold lists c while content exists (after a drop of c too):
+    the oracle keeps a flat c while the database holds c3."""
+    name = "polymorphic"
+    fields = ("_id", "title", "n", "tags", "at", "note")
+    join_fields = ("title", "n")
+    empty_array_fields = ("tags",)
+    names = LOGICAL + ("c3", "content")
+    outputs = ("c3", "content")
+    reads_forwarded = True  # a find runs as one aggregate on content, its getMores forwarded
+    op_needs = {
+        # c exists while content does: create of c answers ok, as a mongos
+        # and MongoDB 7.0 do (a mongod before 7.0 refuses it, 48).
+        "create": ("create_existing_ok",),
+        # remold drops the stored indexes by a list of names (MongoDB 4.2).
+        "dropIndexes": ("drop_indexes_list",),
+        "drop": ("drop_indexes_list",),  # c's indexes, dropped from content
+    }
+    resync_index_options = ("partialFilterExpression", "sparse")
+    FIELD = "type"
+    VALUES = {"c": "C", "c3": "O"}
+    OTHER_BASE = 100_000  # c3's _ids: 100_001..., apart from c's (1..., 10_000, 10_001)
+    SEED_C = ({"_id": 10_000, "title": "a", "n": 1, "note": "seeded"},
+              {"_id": 10_001, "title": "s1", "n": 2.5, "tags": ["x"]})
+    SEED_OTHER = ({"_id": 100_001, "title": "a", "n": 1, "len": 3},
+                  {"_id": 100_002, "title": "s1", "n": 2.5, "tags": ["x"], "len": 7},
+                  {"_id": 100_003, "title": None, "n": None})
+    UNTYPED = ({"_id": "z1", "title": "a", "n": 1, "type": "Z"},   # a type no rule reads
+               {"_id": "z2", "title": "s1", "n": 2.5, "type": None},
+               {"_id": "z3", "title": "a", "n": 1})                 # no type at all
+
+    def rules(self, db):
+        def rule(name, value):
+            return "\n".join([f"namespace: {db}.{name}", "pattern: polymorphic", "polymorphic:",
+                              "  collection: content", f"  field: {self.FIELD}", f"  value: {value}"]) + "\n"
+        return {"c.yaml": rule("c", self.VALUES["c"]), "c3.yaml": rule("c3", self.VALUES["c3"])}
+
+    def seed(self, stored_db, flat_db):
+        stored_db.content.insert_many(
+            [{**d, self.FIELD: self.VALUES["c"]} for d in self.SEED_C]
+            + [{**d, self.FIELD: self.VALUES["c3"]} for d in self.SEED_OTHER]
+            + [dict(d) for d in self.UNTYPED])
+        flat_db.c.insert_many([dict(d) for d in self.SEED_C])
+        flat_db.c3.insert_many([dict(d) for d in self.SEED_OTHER])
+
+    def maintain(self, flat_db):
+        names = set(flat_db.list_collection_names())
+        if "c3" not in names:
+            return  # the database was dropped: content is gone on remold's side too
+        if "c" not in names:
+            flat_db.create_collection("c")  # remold lists c while content exists
+        stored = ([{**d, self.FIELD: self.VALUES["c"]} for d in flat_db.c.find()]
+                  + [{**d, self.FIELD: self.VALUES["c3"]} for d in flat_db.c3.find()]
+                  + [dict(d) for d in self.UNTYPED])
+        flat_db.drop_collection("content")
+        flat_db.content.insert_many(stored)
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        for field in self.fields[1:]:
+            if field == "title" or rng.random() < 0.6:
+                put(doc, field, self.value(rng, field))
+        if rng.random() < 0.03:  # refused (2): a client does not write the discriminator
+            doc[self.FIELD] = pick(rng, "C", "O", None)
+        return doc
+
+    def value(self, rng, field):
+        if field == "title":
+            return pick(rng, "a", "b", "s1", None, "", 1)
+        if field == "n":
+            return pick(rng, 1, 2, 2.5, Int64(3), None, "a", [1, 2])
+        if field == "tags":
+            return pick(rng, [], ["x"], ["x", "y"], "x", None)
+        if field == "at":
+            return T0 + dt.timedelta(minutes=rng.randrange(0, 180))
+        if field == "len":
+            return pick(rng, 1, 3, 7, None)
+        return super().value(rng, field)
+
+    # -- what the generator does besides its own operations on c
+
+    def extra_operations(self, gen):
+        return [(lambda: self.other_type(gen), 10), (lambda: self.discriminator(gen), 3),
+                (lambda: self.indexes(gen), 3), (lambda: self.pipeline_update(gen), 3)]
+
+    def pipeline_update(self, gen):
+        """A pipeline update of c (the generator's own updates are operators
+        and replacements); now and then one whose stages name the
+        discriminator field (refused, 2)."""
+        from .generator import op
+        r = gen.rng
+        f, g = gen.field(), gen.field()
+        stage = pick(r, {"$set": {f: gen.value(f)}}, {"$set": {f: f"${g}"}}, {"$unset": f},
+                     {"$set": {"copy": {"$ifNull": [f"${g}", "none"]}}},
+                     {"$replaceWith": {"$mergeObjects": ["$$ROOT", {f: 1}]}})
+        if r.random() < 0.25:
+            stage = pick(r, {"$set": {self.FIELD: "O"}}, {"$set": {"t": f"${self.FIELD}"}},
+                         {"$unset": self.FIELD}, {"$replaceWith": {"$mergeObjects": ["$$ROOT", {self.FIELD: "O"}]}})
+        multi, upsert = r.random() < 0.4, r.random() < 0.15
+        q = gen.upsert_filter(multi) if upsert else gen.statement_filter(multi)
+        if r.random() < 0.3:
+            cmd = {"findAndModify": "c", "query": gen.statement_filter(False), "sort": {"_id": 1},
+                   "update": [stage], "new": r.random() < 0.5}
+            return op("findAndModify", cmd, "fam", kind="write", capability="pipeline_update")
+        return op("update", {"update": "c", "updates": [{"q": q, "u": [stage], "multi": multi, "upsert": upsert}]},
+                  "write", kind="write", capability="pipeline_update")
+
+    def other_id(self, gen, fresh: bool):
+        used = gen.state.setdefault("other_ids", [d["_id"] for d in self.SEED_OTHER])
+        if fresh:
+            used.append(self.OTHER_BASE + len(used) + 1)
+            return used[-1]
+        return gen.rng.choice(used) if gen.rng.random() < 0.9 else self.OTHER_BASE + 99_999
+
+    def other_document(self, gen):
+        r = gen.rng
+        doc = {"_id": self.other_id(gen, True)}
+        for field in ("title", "n", "len", "tags"):
+            if field == "title" or r.random() < 0.6:
+                put(doc, field, self.value(r, field))
+        if r.random() < 0.03:
+            doc[self.FIELD] = pick(r, "C", "O")
+        return doc
+
+    def other_filter(self, gen):
+        r = gen.rng
+        f = pick(r, "title", "n", "len", "_id")
+        v = self.other_id(gen, False) if f == "_id" else self.value(r, f)
+        if isinstance(v, list) and "array_values" not in gen.caps:
+            v = None
+        return pick(r, {f: v}, {f: {"$exists": r.random() < 0.5}}, {f: {"$in": [v, None]}}, {})
+
+    def other_type(self, gen):
+        """Writes and reads of c3: content's other type."""
+        from .generator import op
+        r = gen.rng
+        which = r.randrange(8)
+        if which == 7:  # the stored collection read as a plain one: every type, with its discriminator
+            return pick(r, op("count", {"count": "content", "query": {self.FIELD: pick(r, "C", "O", "Z", None)}},
+                              "count"),
+                        op("aggregate", {"aggregate": "content", "pipeline": [
+                            {"$group": {"_id": f"${self.FIELD}", "n": {"$sum": 1}, "s": {"$sum": "$len"}}}],
+                            "cursor": {}}, "cursor"))
+        if which <= 1:
+            docs = [self.other_document(gen) for _ in range(r.randrange(1, 4))]
+            ordered = r.random() < 0.6 and "ordered_insert_stops" in gen.caps
+            return op("insert", {"insert": "c3", "documents": docs, "ordered": ordered}, "write",
+                      kind="write")
+        if which == 2:
+            multi = r.random() < 0.5
+            q = self.other_filter(gen) if multi else {"_id": self.other_id(gen, False)}
+            u = pick(r, {"$set": {"n": self.value(r, "n")}}, {"$inc": {"len": 1}},
+                     {"$set": {"title": self.value(r, "title")}, "$unset": {"tags": ""}})
+            upsert = r.random() < 0.2
+            if upsert:
+                q = {"$and": [{"_id": self.other_id(gen, r.random() < 0.5)}, q]}
+            return op("update", {"update": "c3", "updates": [
+                {"q": q, "u": u, "multi": multi, "upsert": upsert}]}, "write", kind="write")
+        if which == 3:
+            limit = pick(r, 0, 1)
+            q = self.other_filter(gen) if limit == 0 else {"_id": self.other_id(gen, False)}
+            return op("delete", {"delete": "c3", "deletes": [{"q": q, "limit": limit}]}, "write",
+                      kind="write")
+        if which == 4:
+            return op("count", {"count": "c3", "query": self.other_filter(gen)}, "count")
+        return op("find", {"find": "c3", "filter": self.other_filter(gen)}, "cursor")
+
+    def discriminator(self, gen):
+        """Operations on c naming the discriminator field: a read sees no such
+        field (as the flat copy holds none); a write is refused (2)."""
+        from .generator import op
+        r = gen.rng
+        v = pick(r, "C", "O", "Z", None, {"$exists": True}, {"$exists": False}, {"$ne": "C"})
+        q = {self.FIELD: v}
+        if r.random() < 0.3:
+            q = {"$and": [{"title": self.value(r, "title")}, q]}
+        which = r.randrange(10)
+        if which == 0:
+            return op("find", {"find": "c", "filter": q}, "cursor")
+        if which == 1:
+            return op("count", {"count": "c", "query": q}, "count")
+        if which == 2:
+            return op("distinct", {"distinct": "c", "key": self.FIELD, "query": {}}, "distinct")
+        if which == 3:
+            pipeline = pick(r, [{"$match": q}],
+                            [{"$group": {"_id": f"${self.FIELD}", "n": {"$sum": 1}}}],
+                            [{"$project": {self.FIELD: 1, "title": 1}}],
+                            [{"$addFields": {"t": {"$ifNull": [f"${self.FIELD}", "none"]}}}])
+            return op("aggregate", {"aggregate": "c", "pipeline": pipeline, "cursor": {}}, "cursor")
+        if which == 4:
+            stage = {"$lookup": {"from": "c", "localField": "k", "foreignField": self.FIELD, "as": "j"}}
+            return op("aggregate", {"aggregate": "o", "pipeline": [
+                stage, {"$unwind": {"path": "$j", "preserveNullAndEmptyArrays": True}}], "cursor": {}},
+                "cursor", stages=["$lookup"], capability="lookup_local")
+        if which == 5:
+            return op("find", {"find": "c", "filter": {}, "projection": {self.FIELD: 1}}, "cursor")
+        if which == 6:
+            u = pick(r, {"$set": {self.FIELD: pick(r, "O", "C")}}, {"$unset": {self.FIELD: ""}},
+                     {"$set": {"note": 1}})
+            if self.FIELD in u.get("$set", u.get("$unset", {})):
+                q = pick(r, q, {"_id": gen.ids.existing(r)})  # the update alone names it
+            return op("update", {"update": "c", "updates": [
+                {"q": q, "u": u, "multi": r.random() < 0.5, "upsert": r.random() < 0.2}]},
+                "write", kind="write")
+        if which == 7:
+            return op("delete", {"delete": "c", "deletes": [{"q": q, "limit": 0}]}, "write", kind="write")
+        if which == 8:
+            return op("findAndModify", {"findAndModify": "c", "query": q, "sort": {"_id": 1},
+                                        "update": {"$set": {"note": "fam"}}}, "fam", kind="write")
+        return op("aggregate", {"aggregate": "c", "pipeline": [{"$sort": {self.FIELD: 1, "_id": 1}}],
+                                "cursor": {}}, "cursor_ordered")
+
+    def indexes(self, gen):
+        """Unique, sparse and partial indexes on c and c3 (content holds both
+        types' indexes: the same key on both must not collide), and
+        dropIndexes by name."""
+        from .generator import op
+        r = gen.rng
+        coll = "c" if r.random() < 0.7 else "c3"
+        f = pick(r, "title", "n", "at") if coll == "c" else pick(r, "title", "n", "len")
+        which = r.randrange(7)
+        # One name, one key and options (the stand-in mishandles a name reused otherwise).
+        if which == 0:
+            spec = {"key": {f: 1}, "name": f"{f}_1"}
+        elif which == 1:
+            spec = {"key": {f: 1}, "name": f"{f}_u", "unique": True}
+        elif which == 2:
+            spec = {"key": {f: -1}, "name": f"{f}_su", "unique": True, "sparse": True}
+        elif which == 3:
+            spec = {"key": {f: 1, "_id": -1}, "name": f"{f}_p",
+                    "partialFilterExpression": {"n": {"$exists": True}}}
+        elif which == 6:  # refused: a partial index cannot say "one of the fields exists"
+            spec = {"key": {f: 1, "at" if f != "at" else "n": 1}, "name": f"{f}_sc", "sparse": True}
+        elif which == 4:
+            name = pick(r, f"{f}_1", f"{f}_u", f"{f}_su", f"{f}_p", [f"{f}_1", f"{f}_u"])
+            return op("dropIndexes", {"dropIndexes": coll, "index": name}, "ok", kind="write")
+        else:
+            return op("listIndexes", {"listIndexes": coll}, "listIndexes")
+        # remold builds every index of c as a partial one on content: where the
+        # backend's partial indexes hold every document, a unique one cannot be judged.
+        return op("createIndexes", {"createIndexes": coll, "indexes": [spec]}, "ok", kind="write",
+                  capability="partial_indexes" if len(spec) > 2 else None)
+
+
+FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset(), ExtendedReference(), Versioned(),
+                                Polymorphic())}

@@ -59,6 +59,8 @@ class Generator:
             (self.lookup, 8), (self.union_with, 3), (self.facet, 3), (self.graph_lookup, 2),
             (self.out_merge, 2), (self.catalog, 5),
         ]
+        self.state: dict = {}  # the family's own (its extra operations')
+        self.weights += family.extra_operations(self)
 
     def sequence(self, length: int) -> list[dict]:
         """``length`` operations, the last a dropDatabase (as a test's cleanup would)."""
@@ -66,7 +68,7 @@ class Generator:
         while len(ops) < length - 1:
             make = self.rng.choices([m for m, _ in self.weights], [w for _, w in self.weights])[0]
             o = make()
-            if o is not None and needs(o) <= self.caps:
+            if o is not None and needs(o) | set(self.f.op_needs.get(o["label"], ())) <= self.caps:
                 ops.append(o)
         ops.append(op("dropDatabase", {"dropDatabase": 1}, "ok", kind="write"))
         return ops

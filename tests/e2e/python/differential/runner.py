@@ -398,7 +398,8 @@ class Harness:
                     # and those of an existing one in a background job that
                     # runs every second.
                     self.flat[name].create_indexes([
-                        IndexModel(list(index["key"].items()), name=index["name"], unique=bool(index.get("unique")))
+                        IndexModel(list(index["key"].items()), name=index["name"], unique=bool(index.get("unique")),
+                                   **{k: index[k] for k in self.f.resync_index_options if k in index})
                         for index in indexes])
                 else:
                     self.flat.create_collection(name)

@@ -18,8 +18,10 @@ def write_rules(rules_dir: Path, prefix: str, families: list[str]) -> Path:
     rules_dir.mkdir(parents=True, exist_ok=True)
     for name in families:
         remold_db, _ = db_names(prefix, name)
-        for text in FAMILIES[name].rules(remold_db).values():
-            (rules_dir / f"{name}.yaml").write_text(text)
+        for file, text in FAMILIES[name].rules(remold_db).items():
+            # A rule's name is its file's: c's rule is the family's, another
+            # collection's (polymorphic's c3) <family>_<collection>.
+            (rules_dir / (f"{name}.yaml" if file == "c.yaml" else f"{name}_{file}")).write_text(text)
     return rules_dir
 
 
