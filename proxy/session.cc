@@ -592,7 +592,13 @@ awaitable<bool> Session::EnsurePrerequisites(const Plan& plan, std::optional<Doc
                    FindString(reply->get(), "codeName").value_or("(no codeName)"));
       spdlog::debug("session {}: rule {}: prerequisite failed: {}", id_, plan.rule,
                     FindString(reply->get(), "errmsg").value_or("unknown error"));
-      failed = std::move(reply);
+      if (ensure.needed_for.empty()) {
+        failed = std::move(reply);
+      } else {
+        const std::string errmsg = FindString(reply->get(), "errmsg").value_or("unknown error");
+        failed = ErrorReply(static_cast<int>(FindInteger(reply->get(), "code").value_or(0)),
+                            FindString(reply->get(), "codeName").value_or(""), ensure.needed_for + ": " + errmsg);
+      }
       co_return true;
     }
     shared_.ensured.Add(key);

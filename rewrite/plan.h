@@ -34,6 +34,9 @@ struct BackendCommand {
   // For a Plan::ensure: an error reply with this code says the
   // prerequisite holds already (NamespaceExists for a create); 0: none.
   int holds_on_code = 0;
+  // For a Plan::ensure: why the client's command needs it, said before the
+  // backend's errmsg when it fails (the client gets that error).
+  std::string needed_for;
 };
 
 struct ShapedReply {

@@ -181,6 +181,9 @@ std::vector<BackendCommand> ValidatorEnsures(const Rule& rule, const Polymorphic
   AppendString(create.body.mut(), "create", p.stored.collection);
   AppendString(create.body.mut(), "$db", p.stored.db);
   create.holds_on_code = 48;  // NamespaceExists
+  create.needed_for = modify.needed_for =
+      "polymorphic rule '" + rule.name + "' for " + p.logical.full() + ": writes are refused until " +
+      p.stored.full() + " holds the validators its types' rules name, which the backend did not take";
   AppendString(modify.body.mut(), "collMod", p.stored.collection);
   AppendDoc(modify.body.mut(), "validator", validator);
   AppendString(modify.body.mut(), "$db", p.stored.db);
@@ -399,13 +402,22 @@ class PolymorphicRewriter {
   // The update as stored: a replacement with the discriminator after the
   // document's fields; operators as they are (the filter's equality on the
   // discriminator gives it to an upserted document); a pipeline as it is
-  // (it neither names the discriminator nor reads it), then the
-  // discriminator set, which puts it back when a stage replaced the
-  // document and changes nothing otherwise.
+  // (it neither names the discriminator nor reads it; an inclusion
+  // $project keeps it), then the discriminator set, which puts it back
+  // when a stage replaced the document and changes nothing otherwise.
   std::variant<Doc, Refusal> StoredUpdate(const bson_iter_t& u) const {
     if (BSON_ITER_HOLDS_ARRAY(&u)) {
       std::vector<Doc> pipeline = ArrayDocuments(u);
       if (std::optional<Refusal> problem = PipelineProblem(pipeline)) return *problem;
+      // An inclusion $project keeps the discriminator, in its place: set
+      // again at the end, it would move there, and the document differ.
+      for (Doc& stage : pipeline) {
+        std::optional<Doc> project = FirstKey(stage.get()) == "$project" ? FindDocument(stage.get(), "$project")
+                                                                         : std::nullopt;
+        if (!project || ExcludesOnly(*project)) continue;
+        BSON_APPEND_INT32(project->mut(), p_.field.c_str(), 1);
+        stage = Stage("$project", *project);
+      }
       Doc set;
       AppendString(set.mut(), p_.field, p_.value);
       pipeline.push_back(Stage("$set", set));
