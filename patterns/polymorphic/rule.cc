@@ -165,7 +165,10 @@ std::string PolymorphicRule::OnAddition() const {
 }
 
 std::vector<NamespaceForms> PolymorphicRule::Forms() const {
-  const std::string form = "polymorphic " + stored.full() + " " + field + "=" + value;
+  // The validator too: sidecars whose rules give a type different ones
+  // would each put theirs in the stored collection's validator.
+  const std::string form =
+      "polymorphic " + stored.full() + " " + field + "=" + value + (validator.empty() ? "" : " validator " + validator);
   NamespaceForms forms{logical, form, {form}};
   // While documents written before the rule remain, reads are refused: never wrong.
   if (documents_left) forms.reads.emplace_back(kPlainForm);
