@@ -44,6 +44,14 @@ bool ExpressionReadsWhole(const bson_iter_t& value) {
   return reads;
 }
 
+// The first key of a document value ("" for another value, or an empty one).
+std::string_view FirstKeyOf(const bson_iter_t& value) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return {};
+  bson_iter_t child, copy = value;
+  if (!bson_iter_recurse(&copy, &child) || !bson_iter_next(&child)) return {};
+  return bson_iter_key(&child);
+}
+
 // Whether an aggregation expression may read `field`: a "$field..." path,
 // or the whole document.
 bool ExpressionReads(const bson_iter_t& value, std::string_view field) {
@@ -365,7 +373,7 @@ class PolymorphicRewriter {
       bson_iter_t it;
       if (!bson_iter_init(&it, stage.get()) || !bson_iter_next(&it)) continue;
       const std::string_view name = bson_iter_key(&it);
-      bool names = false, whole = false;
+      bool names = false, whole = false, computed = false;
       if (name == "$unset") {
         if (BSON_ITER_HOLDS_UTF8(&it)) names = IsPathOf(bson_iter_utf8(&it, nullptr), p_.field);
         else ForEachChild(it, [&](std::string_view, const bson_iter_t& path) {
@@ -379,8 +387,18 @@ class PolymorphicRewriter {
             root = child;
         }
         ForEachRootPart(root, [&](const bson_iter_t& part) {
-          names = names || ExpressionReadsPath(part, p_.field);
-          whole = whole || ExpressionReadsWhole(part);
+          // An object literal names its fields; anything else makes a
+          // document of values remold cannot see (which may hold one
+          // named like the discriminator).
+          const bool literal = BSON_ITER_HOLDS_DOCUMENT(&part) && !FirstKeyOf(part).starts_with("$");
+          if (!literal) {
+            computed = true;
+            return;
+          }
+          ForEachChild(part, [&](std::string_view field, const bson_iter_t& value) {
+            names = names || IsPathOf(field, p_.field) || ExpressionReadsPath(value, p_.field);
+            whole = whole || ExpressionReadsWhole(value);
+          });
         });
       } else {
         // $set, $addFields, $project: their fields, and what they read.
@@ -390,6 +408,11 @@ class PolymorphicRewriter {
         });
       }
       if (names) return NamesField("the pipeline update names '" + p_.field + "'");
+      if (computed)
+        return Refusal{error_codes::kInvalidOptions,
+                       who_ + ": a pipeline update whose " + std::string(name) + " makes the new document of "
+                              "anything but $$ROOT and documents written out ({field: value, ...}) is not supported: "
+                              "it could hold a field '" + p_.field + "', which the rule keeps for itself"};
       if (whole)
         return Refusal{error_codes::kInvalidOptions,
                        who_ + ": a pipeline update that reads the whole document ($$ROOT, $$CURRENT) other than as "
