@@ -7,6 +7,7 @@
 
 #include "patterns/versioned/upgrade.h"
 #include "patterns/versioned/view.h"
+#include "rewrite/count_reply.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/distinct_reply.h"
 #include "rewrite/filter_clauses.h"
@@ -297,35 +298,8 @@ class VersionedRewriter {
     const bson_t* body = command_.body.get();
     const Doc query = FindDocument(body, "query").value_or(Doc());
     if (PassesThrough(query)) return std::nullopt;  // the same documents match before the upgrade
-    std::vector<Doc> after;
-    if (auto skip = FindInteger(body, "skip"); skip && *skip > 0) {
-      Doc stage;
-      BSON_APPEND_INT64(stage.mut(), "$skip", *skip);
-      after.push_back(std::move(stage));
-    }
-    if (auto limit = FindInteger(body, "limit"); limit && *limit != 0) {
-      Doc stage;
-      BSON_APPEND_INT64(stage.mut(), "$limit", LimitMagnitude(*limit));
-      after.push_back(std::move(stage));
-    }
-    Doc count;
-    AppendString(count.mut(), "$count", "n");
-    after.push_back(std::move(count));
-    Plan plan = Forwarded(ReadAggregate(query, std::move(after)));
-    plan.shape = [](std::span<const Doc> replies) {
-      const Doc& reply = replies.front();
-      ShapedReply out;
-      if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}, {}};
-      std::vector<Doc> batch = FirstBatch(reply);
-      int64_t n = batch.empty() ? 0 : FindInteger(batch.front().get(), "n").value_or(0);
-      if (n <= INT32_MAX) BSON_APPEND_INT32(out.reply.mut(), "n", static_cast<int32_t>(n));
-      else BSON_APPEND_INT64(out.reply.mut(), "n", n);
-      for (const char* key : {"$clusterTime", "operationTime"}) {
-        if (auto v = Find(reply.get(), key)) AppendValue(out.reply.mut(), key, *v);
-      }
-      BSON_APPEND_DOUBLE(out.reply.mut(), "ok", 1.0);
-      return out;
-    };
+    Plan plan = Forwarded(ReadAggregate(query, CountStages(body)));
+    plan.shape = CountReply;
     return plan;
   }
 
