@@ -50,6 +50,7 @@ from bson import Int64, ObjectId, Timestamp
 
 from conftest import (BACKEND_START_TIMEOUT, SOURCE_DIR, _BACKEND_LINE, drain_in_background,
                       read_port_line)
+import wire
 from wire import MSG_CHECKSUM_PRESENT, MSG_MORE_TO_COME, OP_COMPRESSED, OP_MSG, OP_QUERY
 
 OP_REPLY = 1
@@ -249,6 +250,9 @@ class ShimMember:
         self._listener = self._bind(0)
         self.port = self._listener.getsockname()[1]
         self.address = f"{self.host}:{self.port}"
+        # A member asks for no login: a remold that had this port before
+        # (ports are reused) may have left one registered.
+        wire.forget_authentication((self.host, self.port))
         self._stand_in_hello: dict = {}
 
     def __repr__(self) -> str:

@@ -84,6 +84,9 @@ class WireTap:
         self._sockets: list[socket.socket] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
+        # Ports are reused: a login registered for a server that had this
+        # one before is not the tap's (the tap logs nothing in by itself).
+        wire.forget_authentication(("127.0.0.1", self.port))
         self._connections = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
