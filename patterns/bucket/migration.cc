@@ -4,32 +4,11 @@
 #include <span>
 #include <string>
 
+#include "common/derived_id.h"
 #include "patterns/bucket/rewrite.h"
 
 namespace remold {
 namespace {
-
-// FNV-1a, 64 bits, from `basis`.
-uint64_t Fnv1a(std::string_view bytes, uint64_t basis) {
-  uint64_t hash = basis;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
-// An ObjectId that is a function of `seed` alone.
-void AppendDerivedId(bson_t* out, const char* key, std::string_view seed) {
-  const uint64_t high = Fnv1a(seed, 0xcbf29ce484222325ULL);
-  const uint64_t low = Fnv1a(seed, 0x84222325cbf29ce4ULL);
-  uint8_t bytes[12];
-  std::memcpy(bytes, &high, 8);
-  std::memcpy(bytes + 8, &low, 4);
-  bson_oid_t oid;
-  bson_oid_init_from_data(&oid, bytes);
-  BSON_APPEND_OID(out, key, &oid);
-}
 
 std::string Seed(std::string_view prefix, size_t position) {
   std::string seed(prefix);

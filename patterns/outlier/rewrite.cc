@@ -1,0 +1,532 @@
+#include "patterns/outlier/rewrite.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "patterns/outlier/writes.h"
+#include "rewrite/count_reply.h"
+#include "rewrite/cursor_reply.h"
+#include "rewrite/distinct_reply.h"
+#include "rewrite/filter_clauses.h"
+#include "rewrite/find_as_aggregate.h"
+#include "rewrite/one_document_delete.h"
+
+namespace remold {
+namespace {
+
+std::string_view FirstComponent(std::string_view path) { return path.substr(0, path.find('.')); }
+
+Plan Forwarded(BackendCommand backend) {
+  Plan plan;
+  plan.commands.push_back(std::move(backend));
+  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
+  return plan;
+}
+
+// The documents of a cursor reply's first batch, from a find or an aggregate.
+std::optional<Doc> Id(const bson_t* document) {
+  auto id = Find(document, "_id");
+  if (!id) return std::nullopt;
+  Doc out;
+  AppendValue(out.mut(), "_id", *id);
+  return out;
+}
+
+class OutlierRewriter {
+ public:
+  OutlierRewriter(const Command& command, const Rule& rule, const OutlierRule& outlier)
+      : command_(command), rule_(rule), o_(outlier) {}
+
+  std::optional<Plan> Rewrite() {
+    const std::string& name = command_.name;
+    if (name == "find") return FindCommand();
+    if (name == "aggregate") return Aggregate();
+    if (name == "count") return Count();
+    if (name == "distinct") return Distinct();
+    if (name == "insert") return Insert();
+    if (name == "update") return Update();
+    if (name == "delete") return Delete();
+    if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
+    if (name == "drop") return Drop();
+    return std::nullopt;  // getMore, the catalog: about the collection as stored
+  }
+
+ private:
+  std::string Who() const { return "outlier rule '" + rule_.name + "' for " + o_.logical.full(); }
+
+  Plan Refuse(ErrorCode code, const std::string& what) const { return ImmediateReply(ErrorReply(code, Who() + ": " + what)); }
+
+  // Whether a top-level path names the array or the marker.
+  bool NamesArray(std::string_view path) const {
+    std::string_view first = FirstComponent(path);
+    return first == o_.array || first == kOutlierMarker;
+  }
+
+  // The clauses of `filter` that select the same documents stored as
+  // whole: those on other fields than the array.
+  Doc PassingClauses(const Doc& filter) const {
+    std::vector<Doc> clauses, kept;
+    TopLevelClauses(filter.get(), clauses);
+    for (Doc& clause : clauses) {
+      std::string_view key = FirstKey(clause.get());
+      if (key.empty() || key[0] == '$' || NamesArray(key)) continue;
+      kept.push_back(std::move(clause));
+    }
+    return JoinClauses(std::move(kept));
+  }
+
+  bool Passes(const Doc& filter) const {
+    std::vector<Doc> clauses;
+    TopLevelClauses(filter.get(), clauses);
+    return JoinClauses(std::move(clauses)) == PassingClauses(filter);
+  }
+
+  // Whether `doc` (a filter, a sort, an update's operators) names the
+  // marker anywhere at its top or one level down.
+  bool NamesMarker(const Doc& doc) const {
+    bool named = false;
+    bson_iter_t it;
+    bson_iter_init(&it, doc.get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (FirstComponent(key) == kOutlierMarker) named = true;
+      if (key.starts_with("$") && BSON_ITER_HOLDS_DOCUMENT(&it))
+        ForEachChild(it, [&](std::string_view path, const bson_iter_t& value) {
+          if (FirstComponent(path) == kOutlierMarker) named = true;
+          if (BSON_ITER_HOLDS_UTF8(&value) && key == "$rename" &&
+              FirstComponent(bson_iter_utf8(&value, nullptr)) == kOutlierMarker)
+            named = true;
+        });
+    }
+    return named;
+  }
+
+  Doc MarkerRefusalReply() const {
+    return ErrorReply(error_codes::kBadValue,
+                      Who() + ": '" + kOutlierMarker + "' is where remold keeps the overflow of '" + o_.array +
+                          "'; a document cannot have it, a write cannot name it");
+  }
+
+  // --- Reads ---------------------------------------------------------------
+
+  // The $match before the view for a read filtering on `filter`: documents
+  // without overflow by the filter itself, overflowed ones by the clauses
+  // not on the array, which stay at the top for both.
+  std::vector<Doc> BeforeView(const Doc& filter) const {
+    if (filter.empty()) return {};
+    if (Passes(filter)) return {Stage("$match", filter)};
+    Doc either, unmarked_and_filter;
+    AppendArray(unmarked_and_filter.mut(), "$and", {UnmarkedFilter(), filter});
+    AppendArray(either.mut(), "$or", {unmarked_and_filter, MarkedFilter()});
+    return {Stage("$match", Beside(PassingClauses(filter), either))};
+  }
+
+  BackendCommand ReadAggregate(const Doc& filter, std::vector<Doc> after) const {
+    std::vector<Doc> pipeline = BeforeView(filter);
+    for (Doc& stage : OutlierViewStages(o_)) pipeline.push_back(std::move(stage));
+    if (!filter.empty() && !Passes(filter)) pipeline.push_back(Stage("$match", filter));
+    for (Doc& stage : after) pipeline.push_back(std::move(stage));
+    BackendCommand backend;
+    bson_t* out = backend.body.mut();
+    AppendString(out, "aggregate", o_.logical.collection);
+    AppendArray(out, "pipeline", pipeline);
+    AppendDoc(out, "cursor", Doc());
+    for (const char* passthrough : {"collation", "hint"}) {
+      if (auto v = Find(command_.body.get(), passthrough)) AppendValue(out, passthrough, *v);
+    }
+    SealCommand(command_, ArgumentTarget::kRead, o_.logical.db, out);
+    return backend;
+  }
+
+  // The projection of a find that returns no part of the array, as sent
+  // to the stored documents (the marker left out too); nullopt when the
+  // find returns the array or may compute from it.
+  std::optional<Doc> ProjectionWithoutArray(const std::optional<Doc>& projection) const {
+    if (!projection || projection->empty()) return std::nullopt;
+    bool inclusion = false, excludes_array = false;
+    bson_iter_t it;
+    bson_iter_init(&it, projection->get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (!BSON_ITER_HOLDS_NUMBER(&it) && !BSON_ITER_HOLDS_BOOL(&it)) return std::nullopt;  // may compute
+      if (FirstComponent(key) == kOutlierMarker) return std::nullopt;
+      const bool kept = bson_iter_as_bool(&it);
+      if (key == o_.array && !kept) excludes_array = true;
+      if (key != "_id" && kept) {
+        inclusion = true;
+        if (FirstComponent(key) == o_.array) return std::nullopt;
+      }
+    }
+    if (inclusion) return projection;
+    if (!excludes_array) return std::nullopt;
+    Doc out = *projection;
+    BSON_APPEND_INT32(out.mut(), kOutlierMarker, 0);
+    return out;
+  }
+
+  std::optional<Plan> FindCommand() const {
+    const bson_t* body = command_.body.get();
+    const Doc filter = FindDocument(body, "filter").value_or(Doc());
+    std::optional<Doc> sort = FindDocument(body, "sort");
+    if (NamesMarker(filter) || (sort && NamesMarker(*sort))) return ImmediateReply(MarkerRefusalReply());
+    if (Passes(filter) && (!sort || Passes(*sort))) {
+      if (std::optional<Doc> projection = ProjectionWithoutArray(FindDocument(body, "projection"))) {
+        BackendCommand backend;
+        backend.body = WithDocument(command_.body, "projection", *projection);
+        return Forwarded(std::move(backend));
+      }
+    }
+    FindPipeline parts;
+    parts.before_view = BeforeView(filter);
+    parts.view = OutlierViewStages(o_);
+    if (!Passes(filter)) parts.after_view = filter;
+    auto aggregate = FindAsAggregate(command_, o_.logical, std::move(parts), "on an outlier collection");
+    if (auto* refusal = std::get_if<Refusal>(&aggregate)) return Refuse(refusal->code, refusal->message);
+    AggregateFind& find = std::get<AggregateFind>(aggregate);
+    Plan plan = Forwarded(std::move(find.command));
+    if (find.single_batch) plan.shape = SingleBatchShape(o_.logical);
+    return plan;
+  }
+
+  std::optional<Plan> Aggregate() const {
+    auto pipeline_iter = Find(command_.body.get(), "pipeline");
+    if (!pipeline_iter || !BSON_ITER_HOLDS_ARRAY(&*pipeline_iter))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "aggregate needs a 'pipeline' array"));
+    std::vector<Doc> stages = ArrayDocuments(*pipeline_iter);
+    std::vector<Doc> pipeline;
+    size_t i = 0;
+    if (!stages.empty()) {
+      std::string_view stage = FirstKey(stages[0].get());
+      // About the collection or its change events, not its documents.
+      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats")
+        return std::nullopt;
+      // Must stay first; the documents they produce are made whole after.
+      if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+        pipeline.push_back(stages[0]);
+        i = 1;
+      }
+    }
+    // The client's first $match, before the view, selects what it can.
+    if (i < stages.size()) {
+      if (std::optional<Doc> match = FindDocument(stages[i].get(), "$match")) {
+        if (NamesMarker(*match)) return ImmediateReply(MarkerRefusalReply());
+        for (Doc& stage : BeforeView(*match)) pipeline.push_back(std::move(stage));
+      }
+    }
+    for (Doc& stage : OutlierViewStages(o_)) pipeline.push_back(std::move(stage));
+    for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
+    BackendCommand backend;
+    bson_iter_t it;
+    bson_iter_init(&it, command_.body.get());
+    while (bson_iter_next(&it)) {
+      if (std::string_view(bson_iter_key(&it)) == "pipeline") AppendArray(backend.body.mut(), "pipeline", pipeline);
+      else AppendValue(backend.body.mut(), bson_iter_key(&it), it);
+    }
+    return Forwarded(std::move(backend));
+  }
+
+  std::optional<Plan> Count() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    if (NamesMarker(query)) return ImmediateReply(MarkerRefusalReply());
+    if (Passes(query)) return std::nullopt;  // the same documents match stored
+    Plan plan = Forwarded(ReadAggregate(query, CountStages(body)));
+    plan.shape = CountReply;
+    return plan;
+  }
+
+  std::optional<Plan> Distinct() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    std::optional<std::string> key = FindString(body, "key");
+    if (!key) return std::nullopt;  // the server says what is wrong
+    if (NamesMarker(query) || FirstComponent(*key) == kOutlierMarker) return ImmediateReply(MarkerRefusalReply());
+    if (!NamesArray(*key) && Passes(query)) return std::nullopt;
+    Plan plan = Forwarded(ReadAggregate(query, DistinctStages(*key)));
+    plan.shape = [](std::span<const Doc> replies) {
+      if (!IsOkReply(replies.front())) return ShapedReply{replies.front(), {}, {}, {}, {}, {}};
+      return ShapedReply{DistinctReply(replies), {}, {}, {}, {}, {}};
+    };
+    return plan;
+  }
+
+  // --- Writes --------------------------------------------------------------
+
+  // The number of elements of the array `document` holds as written (-1:
+  // not an array).
+  int64_t ArrayLength(const bson_t* document) const {
+    auto array = Find(document, o_.array);
+    if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return -1;
+    int64_t n = 0;
+    ForEachChild(*array, [&](std::string_view, const bson_iter_t&) { ++n; });
+    return n;
+  }
+
+  // {_id: {$in: [...]}} of documents that hold more than `threshold`
+  // elements; nullopt when none does (or one has no _id to find it by:
+  // it stays whole, which reads right).
+  std::optional<Doc> Overlong(const std::vector<Doc>& documents) const {
+    std::vector<Doc> overlong;
+    for (const Doc& document : documents)
+      if (ArrayLength(document.get()) > o_.threshold)
+        if (Find(document.get(), "_id")) overlong.push_back(document);
+    if (overlong.empty()) return std::nullopt;
+    return IdIn(overlong);
+  }
+
+  std::optional<Plan> Insert() const {
+    auto documents = Find(command_.body.get(), "documents");
+    if (!documents || !BSON_ITER_HOLDS_ARRAY(&*documents))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
+    const std::vector<Doc> inserted = ArrayDocuments(*documents);
+    for (const Doc& document : inserted)
+      if (Find(document.get(), kOutlierMarker)) return ImmediateReply(MarkerRefusalReply());
+    std::optional<Doc> overlong = Overlong(inserted);
+    if (!overlong) return std::nullopt;  // stored as written
+    OutlierWrite write;
+    write.write.body = command_.body;
+    write.written = [overlong = *overlong](const Doc&) -> std::optional<Doc> { return overlong; };
+    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+  }
+
+  // Whether an update document ($-operators, a replacement, a pipeline)
+  // may change the array.
+  bool ChangesArray(const bson_iter_t& u) const {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&u)) return true;  // a pipeline
+    bool changes = false;
+    bool operators = false;
+    ForEachChild(u, [&](std::string_view op, const bson_iter_t& spec) {
+      if (!op.starts_with("$")) return;
+      operators = true;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&spec)) return;
+      ForEachChild(spec, [&](std::string_view path, const bson_iter_t& value) {
+        if (FirstComponent(path) == o_.array) changes = true;
+        if (op == "$rename" && BSON_ITER_HOLDS_UTF8(&value) && FirstComponent(bson_iter_utf8(&value, nullptr)) == o_.array)
+          changes = true;
+      });
+    });
+    return changes || !operators;  // a replacement replaces the array too
+  }
+
+  // The update with its $push onto the array made a push onto the tail,
+  // when that is all it does to the array: {$push: {<array>: v}} or
+  // {$push: {<array>: {$each: [...]}}} beside operators on other fields.
+  std::optional<Doc> TailUpdate(const Doc& u) const {
+    std::optional<Doc> push = FindDocument(u.get(), "$push");
+    auto value = push ? Find(push->get(), o_.array) : std::nullopt;
+    if (!value) return std::nullopt;
+    if (BSON_ITER_HOLDS_DOCUMENT(&*value)) {
+      const Doc spec = *FindDocument(push->get(), o_.array);
+      const std::string_view first = FirstKey(spec.get());
+      const bool modifiers = first.starts_with("$");
+      auto each = Find(spec.get(), "$each");
+      // $position, $slice, $sort: the whole array decides where or what.
+      if (modifiers && (first != "$each" || bson_count_keys(spec.get()) != 1 || !BSON_ITER_HOLDS_ARRAY(&*each)))
+        return std::nullopt;
+    }
+    Doc out;
+    bool elsewhere = false;
+    bson_iter_t op;
+    bson_iter_init(&op, u.get());
+    while (bson_iter_next(&op)) {
+      const std::string_view name = bson_iter_key(&op);
+      if (name != "$push") {
+        if (BSON_ITER_HOLDS_DOCUMENT(&op))
+          ForEachChild(op, [&](std::string_view path, const bson_iter_t& target) {
+            if (FirstComponent(path) == o_.array) elsewhere = true;
+            if (name == "$rename" && BSON_ITER_HOLDS_UTF8(&target) &&
+                FirstComponent(bson_iter_utf8(&target, nullptr)) == o_.array)
+              elsewhere = true;
+          });
+        AppendValue(out.mut(), name, op);
+        continue;
+      }
+      Doc pushes;
+      ForEachChild(op, [&](std::string_view path, const bson_iter_t& pushed) {
+        if (path == o_.array) AppendValue(pushes.mut(), std::string(kOutlierMarker) + ".tail", pushed);
+        else {
+          if (FirstComponent(path) == o_.array) elsewhere = true;  // a push into an element
+          AppendValue(pushes.mut(), path, pushed);
+        }
+      });
+      AppendDoc(out.mut(), "$push", pushes);
+    }
+    if (elsewhere) return std::nullopt;
+    return out;
+  }
+
+  // Whether a filter pins _id to one value: at most one document matches.
+  static bool PinsId(const Doc& filter) {
+    std::vector<Doc> clauses;
+    TopLevelClauses(filter.get(), clauses);
+    for (const Doc& clause : clauses) {
+      if (FirstKey(clause.get()) != "_id") continue;
+      auto value = Find(clause.get(), "_id");
+      if (BSON_ITER_HOLDS_REGEX(&*value)) continue;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&*value)) return true;
+      std::optional<Doc> condition = FindDocument(clause.get(), "_id");
+      if (FirstKey(condition->get()) == "$eq" && bson_count_keys(condition->get()) == 1) return true;
+      if (!FirstKey(condition->get()).starts_with("$")) return true;  // an embedded document _id
+    }
+    return false;
+  }
+
+  // The documents of a write's statements that may now hold more than
+  // `threshold` elements: those their filters' clauses not on the array
+  // select (documents whose filters say nothing else are left whole), and
+  // those upserted.
+  static std::function<std::optional<Doc>(const Doc&)> WrittenBy(std::vector<Doc> selecting) {
+    return [selecting = std::move(selecting)](const Doc& reply) -> std::optional<Doc> {
+      std::vector<Doc> any = selecting;
+      if (auto upserted = Find(reply.get(), "upserted"); upserted && BSON_ITER_HOLDS_ARRAY(&*upserted)) {
+        std::vector<Doc> ids;
+        for (const Doc& entry : ArrayDocuments(*upserted))
+          if (auto id = Id(entry.get())) ids.push_back(std::move(*id));
+        if (!ids.empty()) any.push_back(IdIn(ids));
+      }
+      if (any.empty()) return std::nullopt;
+      if (any.size() == 1) return any.front();
+      Doc out;
+      AppendArray(out.mut(), "$or", any);
+      return out;
+    };
+  }
+
+  std::optional<Plan> Update() const {
+    auto updates = Find(command_.body.get(), "updates");
+    if (!updates || !BSON_ITER_HOLDS_ARRAY(&*updates))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update needs an 'updates' array"));
+    const std::vector<Doc> statements = ArrayDocuments(*updates);
+    std::vector<Doc> sent, fold_filters, selecting;
+    std::optional<Doc> collation;
+    bool rewritten = false;
+    for (const Doc& statement : statements) {
+      const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
+      auto u = Find(statement.get(), "u");
+      if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
+      if (NamesMarker(filter)) return ImmediateReply(MarkerRefusalReply());
+      if (BSON_ITER_HOLDS_DOCUMENT(&*u)) {
+        const Doc update = *FindDocument(statement.get(), "u");
+        if (NamesMarker(update)) return ImmediateReply(MarkerRefusalReply());
+      }
+      if (Passes(filter) && !ChangesArray(*u)) {
+        sent.push_back(statement);  // the marker and the pages stay as they are
+        continue;
+      }
+      rewritten = true;
+      if (statements.size() == 1 && BSON_ITER_HOLDS_DOCUMENT(&*u) && Passes(filter) && PinsId(filter) &&
+          !FindBool(statement.get(), "multi").value_or(false)) {
+        if (std::optional<Doc> tail = TailUpdate(*FindDocument(statement.get(), "u")))
+          return OutlierAppendPlan(command_, rule_.name, o_, statement, filter, *tail);
+      }
+      fold_filters.push_back(filter);
+      if (!collation) collation = FindDocument(statement.get(), "collation");
+      Doc selects = PassingClauses(filter);
+      if (!selects.empty()) selecting.push_back(std::move(selects));
+      sent.push_back(WithDocument(statement, "q", Beside(filter, UnmarkedFilter())));
+    }
+    if (!rewritten) return std::nullopt;
+    OutlierWrite write;
+    write.fold_filters = std::move(fold_filters);
+    write.collation = collation;
+    bson_copy_to_excluding_noinit(command_.body.get(), write.write.body.mut(), "updates", nullptr);
+    write.write.sequence_id = "updates";
+    write.write.sequence = std::move(sent);
+    write.written = WrittenBy(std::move(selecting));
+    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+  }
+
+  std::optional<Plan> Delete() const {
+    auto deletes = Find(command_.body.get(), "deletes");
+    if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
+      return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
+    std::vector<Doc> sent, fold_filters, keyed;
+    std::optional<Doc> collation;
+    for (const Doc& statement : ArrayDocuments(*deletes)) {
+      const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
+      if (NamesMarker(filter)) return ImmediateReply(MarkerRefusalReply());
+      if (!collation) collation = FindDocument(statement.get(), "collation");
+      if (Passes(filter)) {
+        // Deleted as sent; the pages of what it deletes go after it.
+        keyed.push_back(filter);
+        sent.push_back(statement);
+        continue;
+      }
+      fold_filters.push_back(filter);
+      sent.push_back(OneDocumentDelete(command_, statement, WithDocument(statement, "q", Beside(filter, UnmarkedFilter()))));
+    }
+    OutlierWrite write;
+    write.fold_filters = std::move(fold_filters);
+    write.collation = collation;
+    if (!keyed.empty()) {
+      Doc any;
+      if (keyed.size() == 1) any = keyed.front();
+      else AppendArray(any.mut(), "$or", keyed);
+      write.keys_of = std::move(any);
+    }
+    bson_copy_to_excluding_noinit(command_.body.get(), write.write.body.mut(), "deletes", nullptr);
+    write.write.sequence_id = "deletes";
+    write.write.sequence = std::move(sent);
+    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+  }
+
+  std::optional<Plan> FindAndModify() const {
+    const bson_t* body = command_.body.get();
+    const Doc query = FindDocument(body, "query").value_or(Doc());
+    if (NamesMarker(query)) return ImmediateReply(MarkerRefusalReply());
+    if (auto update = Find(body, "update"); update && BSON_ITER_HOLDS_DOCUMENT(&*update))
+      if (NamesMarker(*FindDocument(body, "update"))) return ImmediateReply(MarkerRefusalReply());
+    if (auto sort = FindDocument(body, "sort"); sort && NamesMarker(*sort)) return ImmediateReply(MarkerRefusalReply());
+    // The document it returns is whole: overflowed ones it may match are
+    // stored whole first.
+    OutlierWrite write;
+    write.fold_filters = {query};
+    write.collation = FindDocument(body, "collation");
+    write.write.body = WithDocument(command_.body, "query", Beside(query, UnmarkedFilter()));
+    write.written = [](const Doc& reply) -> std::optional<Doc> {
+      std::optional<Doc> last = FindDocument(reply.get(), "lastErrorObject");
+      if (last)
+        if (auto upserted = Find(last->get(), "upserted")) {
+          Doc id;
+          AppendValue(id.mut(), "_id", *upserted);
+          return id;
+        }
+      if (std::optional<Doc> value = FindDocument(reply.get(), "value")) return Id(value->get());
+      return std::nullopt;
+    };
+    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+  }
+
+  // The collection and its pages.
+  std::optional<Plan> Drop() const {
+    BackendCommand drop;
+    drop.body = command_.body;
+    Plan plan = Forwarded(std::move(drop));
+    const Command client = command_;
+    const OutlierRule rule = o_;
+    plan.then = [client, rule](std::span<const Doc> replies) -> Step {
+      if (!IsOkReply(replies.front())) return Step{};
+      BackendCommand pages;
+      AppendString(pages.body.mut(), "drop", rule.overflow.collection);
+      SealCommand(client, ArgumentTarget::kAdmin, rule.overflow.db, pages.body.mut());
+      pages.may_fail = true;
+      return Step{{std::move(pages)}, {}};
+    };
+    plan.follow_ups = {"drop " + o_.overflow.full() + ", the pages of its overflowed documents"};
+    return plan;
+  }
+
+  const Command& command_;
+  const Rule& rule_;
+  const OutlierRule& o_;
+};
+
+}  // namespace
+
+std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const OutlierRule& outlier,
+                                   const Capabilities&) {
+  return OutlierRewriter(command, rule, outlier).Rewrite();
+}
+
+}  // namespace remold

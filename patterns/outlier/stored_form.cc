@@ -1,0 +1,163 @@
+#include "patterns/outlier/stored_form.h"
+
+#include <string>
+#include <utility>
+
+#include "common/derived_id.h"
+#include "rewrite/unchanged_guard.h"
+
+namespace remold {
+namespace {
+
+Doc Json(const std::string& text) { return *Doc::FromJson(text); }
+
+std::string Marker(std::string_view subfield) { return std::string(kOutlierMarker) + "." + std::string(subfield); }
+
+// The values of an array value, each as an iterator into its buffer.
+std::vector<bson_iter_t> Elements(const bson_iter_t& array) {
+  std::vector<bson_iter_t> out;
+  ForEachChild(array, [&](std::string_view, const bson_iter_t& value) { out.push_back(value); });
+  return out;
+}
+
+void AppendValues(bson_t* out, const char* key, const std::vector<bson_iter_t>& values, size_t from, size_t to) {
+  bson_t array;
+  bson_append_array_begin(out, key, -1, &array);
+  for (size_t i = from; i < to; ++i) AppendValue(&array, std::to_string(i - from), values[i]);
+  bson_append_array_end(out, &array);
+}
+
+// The replacement upsert of page `seq` of `key`, holding values[from, to).
+Doc PageUpsert(const OutlierRule& rule, const bson_iter_t& key, int32_t seq, const std::vector<bson_iter_t>& values,
+               size_t from, size_t to) {
+  const bson_oid_t* parent = bson_iter_oid(&key);
+  std::string seed(reinterpret_cast<const char*>(parent->bytes), 12);
+  seed.push_back('\0');
+  seed += "page " + std::to_string(seq);
+  Doc id, page, statement;
+  AppendDerivedId(id.mut(), "_id", seed);
+  AppendValue(page.mut(), "parent", key);
+  BSON_APPEND_INT32(page.mut(), "seq", seq);
+  AppendValues(page.mut(), "elements", values, from, to);
+  AppendDoc(statement.mut(), "q", id);
+  AppendDoc(statement.mut(), "u", page);
+  BSON_APPEND_BOOL(statement.mut(), "upsert", true);
+  (void)rule;
+  return statement;
+}
+
+// An unmarked document with more than `threshold` elements: its first
+// `threshold` stay, full pages of the rest go aside, what is left is the tail.
+MoveAside SpilledDocument(const OutlierRule& rule, const Doc& stored, const bson_iter_t& array) {
+  const std::vector<bson_iter_t> values = Elements(array);
+  const size_t n = static_cast<size_t>(rule.threshold);
+  if (values.size() <= n) return {};
+  Doc key_holder;
+  AppendDerivedId(key_holder.mut(), "key",
+                  std::string_view(reinterpret_cast<const char*>(stored.bytes().data()), stored.bytes().size()));
+  bson_iter_t key;
+  bson_iter_init_find(&key, key_holder.get(), "key");
+  MoveAside out;
+  size_t from = n;
+  int32_t pages = 0;
+  for (; values.size() - from >= n; from += n) out.pages.push_back(PageUpsert(rule, key, pages++, values, from, from + n));
+  Doc document;
+  bson_iter_t it;
+  bson_iter_init(&it, stored.get());
+  while (bson_iter_next(&it)) {
+    if (rule.array == bson_iter_key(&it)) AppendValues(document.mut(), rule.array.c_str(), values, 0, n);
+    else AppendValue(document.mut(), bson_iter_key(&it), it);
+  }
+  bson_t marker;
+  BSON_APPEND_DOCUMENT_BEGIN(document.mut(), kOutlierMarker, &marker);
+  AppendValue(&marker, "key", key);
+  BSON_APPEND_INT32(&marker, "pages", pages);
+  AppendValues(&marker, "tail", values, from, values.size());
+  bson_append_document_end(document.mut(), &marker);
+  Doc statement;
+  AppendDoc(statement.mut(), "q", UnchangedDocument(stored));
+  AppendDoc(statement.mut(), "u", document);
+  out.document = std::move(statement);
+  return out;
+}
+
+// A marked document whose tail holds `threshold` elements or more: full
+// pages of it go aside, counted by an update that takes them off the tail
+// as it is then (appends may have grown it since it was read).
+MoveAside FlushedTail(const OutlierRule& rule, const Doc& stored) {
+  auto key = FindPath(stored.get(), Marker("key"));
+  auto pages = FindPath(stored.get(), Marker("pages"));
+  auto tail = FindPath(stored.get(), Marker("tail"));
+  auto id = Find(stored.get(), "_id");
+  if (!key || !BSON_ITER_HOLDS_OID(&*key) || !pages || !BSON_ITER_HOLDS_INT32(&*pages) || !tail ||
+      !BSON_ITER_HOLDS_ARRAY(&*tail) || !id)
+    return {};
+  const std::vector<bson_iter_t> values = Elements(*tail);
+  const size_t n = static_cast<size_t>(rule.threshold);
+  if (values.size() < n) return {};
+  MoveAside out;
+  const int32_t first = bson_iter_int32(&*pages);
+  int32_t next = first;
+  size_t from = 0;
+  for (; values.size() - from >= n; from += n) out.pages.push_back(PageUpsert(rule, *key, next++, values, from, from + n));
+  Doc q;
+  AppendValue(q.mut(), "_id", *id);
+  AppendValue(q.mut(), Marker("key"), *key);
+  BSON_APPEND_INT32(q.mut(), Marker("pages").c_str(), first);
+  const std::string tail_path = "$" + Marker("tail");
+  Doc set = Json("{\"" + Marker("pages") + "\": " + std::to_string(next) + ", \"" + Marker("tail") + "\": {\"$slice\": [" +
+                 JsonQuote(tail_path) + ", " + std::to_string(from) + ", 2147483647]}}");
+  Doc statement;
+  AppendDoc(statement.mut(), "q", q);
+  AppendArray(statement.mut(), "u", {Stage("$addFields", set)});
+  out.document = std::move(statement);
+  return out;
+}
+
+}  // namespace
+
+Doc MarkedFilter() { return Json(std::string("{\"") + kOutlierMarker + "\": {\"$exists\": true}}"); }
+Doc UnmarkedFilter() { return Json(std::string("{\"") + kOutlierMarker + "\": {\"$exists\": false}}"); }
+
+std::vector<Doc> OutlierViewStages(const OutlierRule& rule) {
+  const std::string m = kOutlierMarker;
+  const std::string a = JsonQuote("$" + rule.array);
+  std::vector<Doc> stages;
+  stages.push_back(Json(R"({"$lookup": {"from": )" + JsonQuote(rule.overflow.collection) + R"(, "localField": ")" + m +
+                        R"(.key", "foreignField": "parent", "as": ")" + m + R"(.found"}})"));
+  // The pages in order (0..pages-1; a page written but not yet counted is
+  // left out), flattened, between the embedded elements and the tail.
+  const std::string pages = R"({"$map": {"input": {"$range": [0, "$)" + m + R"(.pages"]}, "as": "s", "in": )"
+                            R"({"$arrayElemAt": ["$)" + m + R"(.found.elements", {"$indexOfArray": ["$)" + m +
+                            R"(.found.seq", "$$s"]}]}}})";
+  const std::string flat = R"({"$reduce": {"input": )" + pages +
+                           R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
+  stages.push_back(Json(R"({"$addFields": {)" + JsonQuote(rule.array) + R"(: {"$cond": {"if": {"$eq": [{"$type": "$)" +
+                        m + R"(.key"}, "missing"]}, "then": )" + a + R"(, "else": {"$concatArrays": [)" + a + ", " +
+                        flat + R"(, "$)" + m + R"(.tail"]}}}}})"));
+  stages.push_back(Json(R"({"$project": {")" + m + R"(": 0}})"));
+  return stages;
+}
+
+Doc NeedsMovingAsideFilter(const OutlierRule& rule) {
+  const std::string n = std::to_string(rule.threshold);
+  const std::string last = std::to_string(rule.threshold - 1);
+  return Json(R"({"$or": [{")" + std::string(kOutlierMarker) + R"(": {"$exists": false}, )" +
+              JsonQuote(rule.array + "." + n) + R"(: {"$exists": true}}, {)" + JsonQuote(Marker("tail") + "." + last) +
+              R"(: {"$exists": true}}]})");
+}
+
+MoveAside MovedAside(const OutlierRule& rule, const Doc& stored) {
+  if (Find(stored.get(), kOutlierMarker)) return FlushedTail(rule, stored);
+  auto array = Find(stored.get(), rule.array);
+  if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return {};
+  return SpilledDocument(rule, stored, *array);
+}
+
+std::optional<Doc> MarkerKey(const Doc& stored) {
+  auto key = FindPath(stored.get(), Marker("key"));
+  if (!key) return std::nullopt;
+  return Boxed(*key);
+}
+
+}  // namespace remold

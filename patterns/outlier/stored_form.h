@@ -1,0 +1,59 @@
+// How the outlier rule stores a document, and the pipeline that reads it
+// back whole (pure).
+//
+// A document whose array has at most `threshold` elements is stored as
+// written. Beyond that, the array keeps its first `threshold` elements and
+// the document gets a marker after its own fields:
+//   _remold_outlier: {key: <ObjectId>, pages: P, tail: [...]}
+// The rest of the array is, in order, the elements of the overflow
+// documents {_id, parent: <key>, seq: 0..P-1, elements: [...]} (each at
+// most `threshold`), then `tail`: where appends go, one atomic update of
+// the document. A full tail moves to page P (written first, then counted
+// by an update of the document that takes it off the tail), so a reader,
+// who sees only pages below P, never sees an element twice or not at all.
+// A page is written once, under a key that names one state of one
+// document (derived from its bytes), and never changed: a document whose
+// array is rewritten gets a new key, and the pages of the old one are
+// deleted once no document names it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/doc.h"
+#include "patterns/outlier/rule.h"
+
+namespace remold {
+
+inline constexpr const char* kOutlierMarker = "_remold_outlier";
+
+// {_remold_outlier: {$exists: true}} and {... false}.
+Doc MarkedFilter();
+Doc UnmarkedFilter();
+
+// The stages that make each stored document the document as written: the
+// pages looked up by the marker's key (none for unmarked documents), the
+// array put back together, the marker gone.
+std::vector<Doc> OutlierViewStages(const OutlierRule& rule);
+
+// A document that may need its overflow moved aside: unmarked with more
+// than `threshold` elements, or marked with a full tail. A filter that
+// finds candidates ({$or: [...]}, an index on nothing); MovedAside says
+// what to write for each.
+Doc NeedsMovingAsideFilter(const OutlierRule& rule);
+
+// The writes that store `stored` (as read) in the rule's form: the pages,
+// then the guarded update of the document itself. Nothing when it needs
+// none. Replayed against a changed document, the guard matches nothing
+// and the pages are never named.
+struct MoveAside {
+  std::vector<Doc> pages;         // replacement upserts ({q, u, upsert}) on the overflow collection
+  std::optional<Doc> document;    // the update statement ({q, u}) on the logical collection
+};
+MoveAside MovedAside(const OutlierRule& rule, const Doc& stored);
+
+// The key of a marked document, boxed ({v: key}); nullopt when unmarked.
+std::optional<Doc> MarkerKey(const Doc& stored);
+
+}  // namespace remold

@@ -1,0 +1,390 @@
+#include "patterns/outlier/writes.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "patterns/outlier/stored_form.h"
+#include "rewrite/cursor_reply.h"
+#include "rewrite/filter_clauses.h"
+#include "rewrite/unchanged_guard.h"
+
+namespace remold {
+namespace {
+
+// Overflowed documents a write's filters match are stored whole in
+// batches of this many, read again until none is left: at most this many
+// batches. Documents with more than a batch of elements aside are rare by
+// the pattern's nature.
+constexpr int64_t kFoldBatch = 100;
+constexpr int kMaxFoldRounds = 20;
+// Documents moved aside after one write, at most; and keys read before a
+// delete (the rest of their pages are left, never read).
+constexpr int64_t kMoveAsideBatch = 100;
+constexpr int64_t kKeysBatch = 1000;
+// Where the fold's read keeps each document as stored.
+constexpr const char* kStoredField = "_remold_stored";
+
+Doc Json(const std::string& text) { return *Doc::FromJson(text); }
+
+std::string MarkerPath(std::string_view subfield) {
+  return std::string(kOutlierMarker) + "." + std::string(subfield);
+}
+
+// What one plan's steps share: the client's command, the rule, and what
+// the steps found.
+struct Flow {
+  Command client;
+  std::string rule_name;
+  OutlierRule rule;
+  OutlierWrite write;
+  int fold_rounds_left = kMaxFoldRounds;
+  std::vector<Doc> keys;  // boxed keys whose pages may be left unnamed
+  std::optional<size_t> client_reply;
+  std::optional<Doc> refusal;
+};
+using FlowPtr = std::shared_ptr<Flow>;
+
+std::string Who(const Flow& f) { return "outlier rule '" + f.rule_name + "' for " + f.rule.logical.full(); }
+
+bool HasWriteErrors(const Doc& reply) { return Find(reply.get(), "writeErrors").has_value(); }
+
+std::optional<std::string> FirstWriteError(const Doc& reply) {
+  auto errors = Find(reply.get(), "writeErrors");
+  if (!errors || !BSON_ITER_HOLDS_ARRAY(&*errors)) return std::nullopt;
+  for (const Doc& error : ArrayDocuments(*errors)) {
+    std::string text = FindString(error.get(), "errmsg").value_or("");
+    return std::to_string(FindInteger(error.get(), "code").value_or(0)) + " " + text;
+  }
+  return std::nullopt;
+}
+
+// {<field>: {$in: [the boxed values]}}.
+Doc ValuesIn(const std::string& field, const std::vector<Doc>& boxed) {
+  Doc filter;
+  bson_t condition, array;
+  BSON_APPEND_DOCUMENT_BEGIN(filter.mut(), field.c_str(), &condition);
+  BSON_APPEND_ARRAY_BEGIN(&condition, "$in", &array);
+  for (size_t i = 0; i < boxed.size(); ++i) {
+    bson_iter_t value = Unboxed(boxed[i]);
+    AppendValue(&array, std::to_string(i), value);
+  }
+  bson_append_array_end(&condition, &array);
+  bson_append_document_end(filter.mut(), &condition);
+  return filter;
+}
+
+BackendCommand FindCommand(const Flow& f, const Namespace& ns, const Doc& filter, const std::optional<Doc>& projection,
+                           int64_t limit) {
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", ns.collection);
+  AppendDoc(body, "filter", filter);
+  if (projection) AppendDoc(body, "projection", *projection);
+  BSON_APPEND_INT64(body, "limit", limit);
+  BSON_APPEND_INT64(body, "batchSize", limit);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(f.client, ArgumentTarget::kRead, ns.db, body);
+  return read;
+}
+
+Step Cleanup(const FlowPtr& f);
+Step MoveAsideWritten(const FlowPtr& f, const Doc& client_reply);
+
+// Step 3: the client's write.
+Step ClientWrite(const FlowPtr& f) {
+  return Step{{f->write.write}, [f](std::span<const Doc> replies) {
+                f->client_reply = replies.size() - 1;
+                return MoveAsideWritten(f, replies.back());
+              }};
+}
+
+// Step 2: the keys of the overflowed documents a delete may remove.
+Step KeyRead(const FlowPtr& f) {
+  if (!f->write.keys_of) return ClientWrite(f);
+  Doc projection = Json("{\"" + MarkerPath("key") + "\": 1, \"_id\": 0}");
+  BackendCommand read =
+      FindCommand(*f, f->rule.logical, Beside(*f->write.keys_of, MarkedFilter()), projection, kKeysBatch);
+  if (f->write.collation) AppendDoc(read.body.mut(), "collation", *f->write.collation);
+  return Step{{std::move(read)}, [f](std::span<const Doc> replies) {
+                for (const Doc& document : FirstBatch(replies.back()))
+                  if (auto key = MarkerKey(document)) f->keys.push_back(std::move(*key));
+                return ClientWrite(f);
+              }};
+}
+
+// Step 1: the read of the overflowed documents the filters match, through
+// the view, each with itself as stored.
+BackendCommand FoldRead(const Flow& f) {
+  std::vector<Doc> selecting;
+  bool every_filter_selects = true;
+  bool matches_all = false;
+  std::vector<Doc> nonempty;
+  for (const Doc& filter : f.write.fold_filters) {
+    std::vector<Doc> clauses, kept;
+    TopLevelClauses(filter.get(), clauses);
+    for (Doc& clause : clauses) {
+      std::string_view key = FirstKey(clause.get());
+      std::string_view first = key.substr(0, key.find('.'));
+      if (key.empty() || key[0] == '$' || first == f.rule.array || first == kOutlierMarker) continue;
+      kept.push_back(std::move(clause));
+    }
+    every_filter_selects = every_filter_selects && !kept.empty();
+    selecting.push_back(JoinClauses(std::move(kept)));
+    if (filter.empty()) matches_all = true;
+    else nonempty.push_back(filter);
+  }
+  std::vector<Doc> pipeline;
+  Doc match = MarkedFilter();
+  if (every_filter_selects) {
+    Doc either;
+    if (selecting.size() == 1) either = selecting.front();
+    else AppendArray(either.mut(), "$or", selecting);
+    match = Beside(either, match);
+  }
+  pipeline.push_back(Stage("$match", match));
+  pipeline.push_back(Json(std::string(R"({"$addFields": {")") + kStoredField + R"(": "$$ROOT"}})"));
+  for (Doc& stage : OutlierViewStages(f.rule)) pipeline.push_back(std::move(stage));
+  if (!matches_all) {
+    Doc any;
+    if (nonempty.size() == 1) any = nonempty.front();
+    else AppendArray(any.mut(), "$or", nonempty);
+    pipeline.push_back(Stage("$match", any));
+  }
+  Doc limit;
+  BSON_APPEND_INT64(limit.mut(), "$limit", kFoldBatch);
+  pipeline.push_back(std::move(limit));
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "aggregate", f.rule.logical.collection);
+  AppendArray(body, "pipeline", pipeline);
+  Doc cursor;
+  BSON_APPEND_INT64(cursor.mut(), "batchSize", kFoldBatch);
+  AppendDoc(body, "cursor", cursor);
+  if (f.write.collation) AppendDoc(body, "collation", *f.write.collation);
+  // The client's variables: its filters may name them ($$name in $expr).
+  if (auto let = Find(f.client.body.get(), "let")) AppendValue(body, "let", *let);
+  SealCommand(f.client, ArgumentTarget::kRead, f.rule.logical.db, body);
+  return read;
+}
+
+Step Fold(const FlowPtr& f) {
+  if (f->write.fold_filters.empty()) return KeyRead(f);
+  return Step{{FoldRead(*f)}, [f](std::span<const Doc> replies) -> Step {
+                std::vector<Doc> statements;
+                for (const Doc& whole : FirstBatch(replies.back())) {
+                  std::optional<Doc> stored = FindDocument(whole.get(), kStoredField);
+                  if (!stored) continue;
+                  if (auto key = MarkerKey(*stored)) f->keys.push_back(std::move(*key));
+                  Doc document;
+                  bson_copy_to_excluding_noinit(whole.get(), document.mut(), kStoredField, nullptr);
+                  Doc statement;
+                  AppendDoc(statement.mut(), "q", UnchangedDocument(*stored));
+                  AppendDoc(statement.mut(), "u", document);
+                  statements.push_back(std::move(statement));
+                }
+                if (statements.empty()) return KeyRead(f);
+                if (--f->fold_rounds_left <= 0) {
+                  f->refusal = ErrorReply(
+                      error_codes::kConflictingOperationInProgress,
+                      Who(*f) + ": the overflowed documents this write matches, which it stores whole first, were "
+                      "not all stored whole in " + std::to_string(kMaxFoldRounds) + " rounds (they keep changing); "
+                      "the write did not run, send it again");
+                  return Step{};
+                }
+                BackendCommand update = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.logical,
+                                                      false, std::move(statements));
+                return Step{{std::move(update)}, [f](std::span<const Doc> replies) -> Step {
+                              if (auto error = FirstWriteError(replies.back())) {
+                                f->refusal = ErrorReply(
+                                    error_codes::kBSONObjectTooLarge,
+                                    Who(*f) + ": this write needs the whole '" + f->rule.array +
+                                        "' of a document whose overflow is stored aside in one document, and that "
+                                        "failed (" + *error + "); only a $push onto one document by _id, reads that "
+                                        "leave the array out, and deletes reach a document larger than 16 MiB; the "
+                                        "write did not run");
+                                return Step{};
+                              }
+                              return Fold(f);
+                            }};
+              }};
+}
+
+// Step 5: the pages of keys no document names any more.
+Step Cleanup(const FlowPtr& f) {
+  if (f->keys.empty()) return Step{};
+  BackendCommand alive = FindCommand(*f, f->rule.logical, ValuesIn(MarkerPath("key"), f->keys),
+                                     Json("{\"" + MarkerPath("key") + "\": 1, \"_id\": 0}"), kKeysBatch);
+  alive.may_fail = true;
+  return Step{{std::move(alive)}, [f](std::span<const Doc> replies) -> Step {
+                if (!IsOkReply(replies.back())) return Step{};
+                std::vector<Doc> named;
+                for (const Doc& document : FirstBatch(replies.back()))
+                  if (auto key = MarkerKey(document)) named.push_back(std::move(*key));
+                std::vector<Doc> unnamed;
+                for (const Doc& key : f->keys)
+                  if (std::find(named.begin(), named.end(), key) == named.end()) unnamed.push_back(key);
+                if (unnamed.empty()) return Step{};
+                BackendCommand remove;
+                bson_t* body = remove.body.mut();
+                AppendString(body, "delete", f->rule.overflow.collection);
+                Doc statement;
+                AppendDoc(statement.mut(), "q", ValuesIn("parent", unnamed));
+                BSON_APPEND_INT32(statement.mut(), "limit", 0);
+                BSON_APPEND_BOOL(body, "ordered", false);
+                SealCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.overflow.db, body);
+                remove.sequence_id = "deletes";
+                remove.sequence = {std::move(statement)};
+                remove.may_fail = true;
+                return Step{{std::move(remove)}, {}};
+              }};
+}
+
+// Step 4: the documents `filter` selects that need their overflow moved
+// aside: their pages first, then (if all were written) the documents.
+Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
+  BackendCommand read = FindCommand(*f, f->rule.logical, Beside(filter, NeedsMovingAsideFilter(f->rule)), std::nullopt,
+                                    kMoveAsideBatch);
+  read.may_fail = true;
+  return Step{{std::move(read)}, [f](std::span<const Doc> replies) -> Step {
+                if (!IsOkReply(replies.back())) return Cleanup(f);
+                std::vector<Doc> pages, documents;
+                for (const Doc& stored : FirstBatch(replies.back())) {
+                  MoveAside moved = MovedAside(f->rule, stored);
+                  if (!moved.document) continue;
+                  for (Doc& page : moved.pages) pages.push_back(std::move(page));
+                  documents.push_back(std::move(*moved.document));
+                }
+                if (documents.empty()) return Cleanup(f);
+                BackendCommand store = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.logical,
+                                                     false, std::move(documents));
+                store.may_fail = true;
+                Continuation then_cleanup = [f](std::span<const Doc>) { return Cleanup(f); };
+                if (pages.empty()) return Step{{std::move(store)}, then_cleanup};
+                BackendCommand write_pages = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite,
+                                                           f->rule.overflow, false, std::move(pages));
+                write_pages.may_fail = true;
+                return Step{{std::move(write_pages)},
+                            [f, store = std::move(store), then_cleanup](std::span<const Doc> replies) -> Step {
+                              // A document must never name a page that is not written.
+                              if (!IsOkReply(replies.back()) || HasWriteErrors(replies.back())) return Cleanup(f);
+                              return Step{{store}, then_cleanup};
+                            }};
+              }};
+}
+
+Step MoveAsideWritten(const FlowPtr& f, const Doc& client_reply) {
+  std::optional<Doc> filter = f->write.written ? f->write.written(client_reply) : std::nullopt;
+  if (!filter) return Cleanup(f);
+  return MoveAsideStep(f, *filter);
+}
+
+ShapedReply Shaped(const FlowPtr& f, std::span<const Doc> replies) {
+  if (f->refusal) return ShapedReply{*f->refusal, {}, {}, {}, {}, {}};
+  if (f->client_reply && *f->client_reply < replies.size()) return ShapedReply{replies[*f->client_reply], {}, {}, {}, {}, {}};
+  return ShapedReply{replies.back(), {}, {}, {}, {}, {}};
+}
+
+Plan FromStep(const FlowPtr& f, Step first) {
+  Plan plan;
+  plan.rule = f->rule_name;
+  plan.commands = std::move(first.commands);
+  plan.then = std::move(first.then);
+  plan.shape = [f](std::span<const Doc> replies) { return Shaped(f, replies); };
+  return plan;
+}
+
+}  // namespace
+
+Doc WithField(const Doc& statement, std::string_view key, const bson_iter_t& value) {
+  Doc out;
+  bool placed = false;
+  bson_iter_t it;
+  bson_iter_init(&it, statement.get());
+  while (bson_iter_next(&it)) {
+    if (key == bson_iter_key(&it)) {
+      AppendValue(out.mut(), key, value);
+      placed = true;
+    } else {
+      AppendValue(out.mut(), bson_iter_key(&it), it);
+    }
+  }
+  if (!placed) AppendValue(out.mut(), key, value);
+  return out;
+}
+
+Doc WithDocument(const Doc& statement, std::string_view key, const Doc& value) {
+  Doc boxed;
+  AppendDoc(boxed.mut(), "v", value);
+  return WithField(statement, key, Unboxed(boxed));
+}
+
+Doc Beside(const Doc& filter, const Doc& more) {
+  std::vector<Doc> all;
+  TopLevelClauses(filter.get(), all);
+  TopLevelClauses(more.get(), all);
+  return JoinClauses(std::move(all));
+}
+
+Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write) {
+  auto f = std::make_shared<Flow>(Flow{client, rule_name, rule, std::move(write)});
+  Plan plan = FromStep(f, Fold(f));
+  plan.follow_ups = {"the overflowed documents the write matches are stored whole first, each as read",
+                     "documents left with more than " + std::to_string(rule.threshold) +
+                         " elements have the rest moved to " + rule.overflow.full(),
+                     "pages no document names any more are deleted"};
+  return plan;
+}
+
+Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
+                       const Doc& statement, const Doc& filter, const Doc& tail_update) {
+  OutlierWrite write;
+  auto f = std::make_shared<Flow>(Flow{client, rule_name, rule, std::move(write)});
+  BackendCommand read = FindCommand(*f, rule.logical, filter, Json("{\"" + MarkerPath("key") + "\": 1}"), 1);
+  Plan plan = FromStep(f, Step{{std::move(read)}, [f, statement, filter, tail_update](std::span<const Doc> replies) {
+    const std::vector<Doc> found = FirstBatch(replies.back());
+    std::optional<Doc> key = found.empty() ? std::nullopt : MarkerKey(found.front());
+    Doc sent;
+    if (key) {
+      Doc pinned;
+      AppendValue(pinned.mut(), MarkerPath("key"), Unboxed(*key));
+      sent = WithDocument(WithDocument(statement, "q", Beside(filter, pinned)), "u", tail_update);
+      Doc no;
+      BSON_APPEND_BOOL(no.mut(), "v", false);
+      sent = WithField(sent, "upsert", Unboxed(no));
+    } else {
+      sent = WithDocument(statement, "q", Beside(filter, UnmarkedFilter()));
+    }
+    BackendCommand update;
+    bson_copy_to_excluding_noinit(f->client.body.get(), update.body.mut(), "updates", nullptr);
+    update.sequence_id = "updates";
+    update.sequence = {std::move(sent)};
+    const bool existed = !found.empty();
+    return Step{{std::move(update)}, [f, existed, filter](std::span<const Doc> replies) -> Step {
+                  f->client_reply = replies.size() - 1;
+                  const Doc& reply = replies.back();
+                  if (!IsOkReply(reply)) return Step{};
+                  if (existed && FindInteger(reply.get(), "n").value_or(0) == 0 && !HasWriteErrors(reply)) {
+                    f->refusal = ErrorReply(error_codes::kWriteConflict,
+                                            Who(*f) + ": the document changed while the $push was sent (another "
+                                            "write moved its '" + f->rule.array + "'); nothing was written, send "
+                                            "the write again");
+                    return Step{};
+                  }
+                  std::vector<Doc> id;
+                  TopLevelClauses(filter.get(), id);
+                  for (Doc& clause : id)
+                    if (FirstKey(clause.get()) == "_id") return MoveAsideStep(f, clause);
+                  return Step{};
+                }};
+  }});
+  plan.follow_ups = {"the $push runs once, on the document's form as read: onto its tail when its overflow is "
+                     "stored aside, as sent otherwise",
+                     "a document left with more than " + std::to_string(rule.threshold) +
+                         " elements, or a full tail, has the rest moved to " + rule.overflow.full()};
+  return plan;
+}
+
+}  // namespace remold

@@ -1,0 +1,63 @@
+// The plans of the outlier rule's writes (pure; see rewrite.h for when
+// each is used).
+//
+// OutlierWritePlan, in steps:
+//   1. overflowed documents matching one of `fold_filters` are read
+//      through the view and stored whole, each under a guard that it is
+//      as read, until none is left (a document too large to be stored
+//      whole refuses the write: BSONObjectTooLarge);
+//   2. the keys of overflowed documents matching `keys_of` are read (the
+//      documents a delete may remove);
+//   3. the client's write runs, as `write` says;
+//   4. the documents it may have left with more than `threshold` elements,
+//      or a full tail, have their overflow moved aside (stored_form.h);
+//   5. the pages of keys read in 1 and 2 that no document names any more
+//      are deleted.
+// Steps 4 and 5 may fail without failing the client's write: a document
+// left whole is read right, and pages no document names are never read.
+//
+// OutlierAppendPlan: a $push onto the array of the one document a filter
+// pins by _id. The document's form is read; the push runs once, on that
+// form (onto the tail of an overflowed document, as sent otherwise); then
+// step 4. A document that changed form in between is not written, and the
+// write is refused with WriteConflict.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/doc.h"
+#include "patterns/outlier/rule.h"
+#include "rewrite/command.h"
+#include "rewrite/plan.h"
+
+namespace remold {
+
+struct OutlierWrite {
+  std::vector<Doc> fold_filters;
+  std::optional<Doc> collation;  // of the filters
+  std::optional<Doc> keys_of;
+  BackendCommand write;
+  // The documents that may need their overflow moved aside after the
+  // write, from its reply; nullopt: none.
+  std::function<std::optional<Doc>(const Doc& reply)> written;
+};
+
+Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write);
+
+// `statement`: the client's one update statement; `filter` its filter
+// (pinning _id), `tail_update` its update with the push onto the tail.
+Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
+                       const Doc& statement, const Doc& filter, const Doc& tail_update);
+
+// `statement` with `value` under `key` in place of its own (appended when
+// it has none).
+Doc WithField(const Doc& statement, std::string_view key, const bson_iter_t& value);
+Doc WithDocument(const Doc& statement, std::string_view key, const Doc& value);
+
+// {$and}-free conjunction of two filters' top-level clauses.
+Doc Beside(const Doc& filter, const Doc& more);
+
+}  // namespace remold
