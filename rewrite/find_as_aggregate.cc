@@ -42,7 +42,7 @@ std::variant<AggregateFind, Refusal> FindAsAggregate(const Command& find, const 
       return Refusal{error_codes::kInvalidOptions,
                      std::string("find option '") + unsupported + "' is not supported " + why_aggregate};
   }
-  if (auto problem = FindOnlyProjection(FindDocument(body, "projection")))
+  if (auto problem = parts.projection_stages ? std::nullopt : FindOnlyProjection(FindDocument(body, "projection")))
     return Refusal{error_codes::kInvalidOptions, *problem + ", which is not supported " + why_aggregate};
   std::vector<Doc> pipeline = std::move(parts.before_view);
   for (Doc& stage : parts.view) pipeline.push_back(std::move(stage));
@@ -56,7 +56,11 @@ std::variant<AggregateFind, Refusal> FindAsAggregate(const Command& find, const 
   limit = LimitMagnitude(limit);
   if (limit != 0) pipeline.push_back(IntegerStage("$limit", limit));
   std::optional<Doc> projection = FindDocument(body, "projection");
-  if (projection && !projection->empty()) pipeline.push_back(Stage("$project", *projection));
+  if (parts.projection_stages) {
+    for (Doc& stage : *parts.projection_stages) pipeline.push_back(std::move(stage));
+  } else if (projection && !projection->empty()) {
+    pipeline.push_back(Stage("$project", *projection));
+  }
   bson_t* command = out.command.body.mut();
   AppendString(command, "aggregate", ns.collection);
   AppendArray(command, "pipeline", pipeline);

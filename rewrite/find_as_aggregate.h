@@ -26,6 +26,9 @@ struct FindPipeline {
   std::vector<Doc> before_view;      // on the stored documents
   std::vector<Doc> view;
   std::optional<Doc> after_view;     // the filter on the documents the view makes
+  // Set: the stages that stand for the find's projection (one the pattern
+  // translated, find-only operators included), in place of its $project.
+  std::optional<std::vector<Doc>> projection_stages;
 };
 
 struct AggregateFind {

@@ -165,6 +165,58 @@ class OutlierRewriter {
     return out;
   }
 
+  // The stages standing for a find projection with $slice on top-level
+  // fields (how an application pages through the array): each sliced where
+  // it is, then the rest of the projection with the sliced fields kept.
+  // nullopt for a projection without them, or with one the stages cannot
+  // say ($elemMatch, positional, $slice of a sub-field or malformed).
+  static std::optional<std::vector<Doc>> SliceStages(const std::optional<Doc>& projection) {
+    if (!projection) return std::nullopt;
+    Doc sliced, rest;
+    std::vector<std::string> kept;
+    bool inclusion = false;
+    bson_iter_t it;
+    bson_iter_init(&it, projection->get());
+    while (bson_iter_next(&it)) {
+      const std::string key = bson_iter_key(&it);
+      std::optional<Doc> spec = BSON_ITER_HOLDS_DOCUMENT(&it) ? FindDocument(projection->get(), key) : std::nullopt;
+      if (key.ends_with(".$") || (spec && FirstKey(spec->get()) == "$elemMatch")) return std::nullopt;  // find-only
+      if (!spec || FirstKey(spec->get()) != "$slice") {
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_UTF8(&it) || (key != "_id" && bson_iter_as_bool(&it)))
+          inclusion = inclusion || key != "_id";
+        AppendValue(rest.mut(), key, it);
+        continue;
+      }
+      auto args = Find(spec->get(), "$slice");
+      if (key.find('.') != std::string::npos || key.starts_with("$") || bson_count_keys(spec->get()) != 1) return std::nullopt;
+      std::vector<int64_t> numbers;
+      if (BSON_ITER_HOLDS_NUMBER(&*args)) {
+        numbers.push_back(bson_iter_as_int64(&*args));
+      } else if (BSON_ITER_HOLDS_ARRAY(&*args)) {
+        ForEachChild(*args, [&](std::string_view, const bson_iter_t& n) {
+          numbers.push_back(BSON_ITER_HOLDS_NUMBER(&n) ? bson_iter_as_int64(&n) : 0);
+        });
+        if (numbers.size() != 2 || numbers[1] <= 0) return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+      // Both branches valid on any value (docs/backends.md, departure 1).
+      std::string call = R"([{"$cond": [{"$isArray": )" + JsonQuote("$" + key) + "}, " + JsonQuote("$" + key) + ", []]}";
+      for (int64_t n : numbers) call += ", {\"$numberLong\": \"" + std::to_string(n) + "\"}";
+      call += "]";
+      Doc expression = *Doc::FromJson(R"({"$cond": [{"$isArray": )" + JsonQuote("$" + key) + R"(}, {"$slice": )" + call +
+                                      "}, " + JsonQuote("$" + key) + "]}");
+      AppendDoc(sliced.mut(), key, expression);
+      kept.push_back(key);
+    }
+    if (kept.empty()) return std::nullopt;
+    std::vector<Doc> stages{Stage("$addFields", sliced)};
+    if (inclusion)
+      for (const std::string& key : kept) BSON_APPEND_INT32(rest.mut(), key.c_str(), 1);
+    if (!rest.empty()) stages.push_back(Stage("$project", rest));
+    return stages;
+  }
+
   std::optional<Plan> FindCommand() const {
     const bson_t* body = command_.body.get();
     const Doc filter = FindDocument(body, "filter").value_or(Doc());
@@ -181,6 +233,7 @@ class OutlierRewriter {
     parts.before_view = BeforeView(filter);
     parts.view = OutlierViewStages(o_);
     if (!Passes(filter)) parts.after_view = filter;
+    parts.projection_stages = SliceStages(FindDocument(body, "projection"));
     auto aggregate = FindAsAggregate(command_, o_.logical, std::move(parts), "on an outlier collection");
     if (auto* refusal = std::get_if<Refusal>(&aggregate)) return Refuse(refusal->code, refusal->message);
     AggregateFind& find = std::get<AggregateFind>(aggregate);

@@ -127,14 +127,16 @@ std::vector<Doc> OutlierViewStages(const OutlierRule& rule) {
                         R"(.key", "foreignField": "parent", "as": ")" + m + R"(.found"}})"));
   // The pages in order (0..pages-1; a page written but not yet counted is
   // left out), flattened, between the embedded elements and the tail.
-  const std::string pages = R"({"$map": {"input": {"$range": [0, "$)" + m + R"(.pages"]}, "as": "s", "in": )"
+  // Every branch is safe to evaluate on any document (DocumentDB evaluates
+  // both branches of a $cond: docs/backends.md, departure 1).
+  const std::string pages = R"({"$map": {"input": {"$range": [0, {"$ifNull": ["$)" + m + R"(.pages", 0]}]}, "as": "s", "in": )"
                             R"({"$arrayElemAt": ["$)" + m + R"(.found.elements", {"$indexOfArray": ["$)" + m +
                             R"(.found.seq", "$$s"]}]}}})";
   const std::string flat = R"({"$reduce": {"input": )" + pages +
                            R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
   stages.push_back(Json(R"({"$addFields": {)" + JsonQuote(rule.array) + R"(: {"$cond": {"if": {"$eq": [{"$type": "$)" +
-                        m + R"(.key"}, "missing"]}, "then": )" + a + R"(, "else": {"$concatArrays": [)" + a + ", " +
-                        flat + R"(, "$)" + m + R"(.tail"]}}}}})"));
+                        m + R"(.key"}, "missing"]}, "then": )" + a + R"(, "else": {"$concatArrays": [{"$cond": [{"$isArray": )" + a + "}, " + a +
+                        ", []]}, " + flat + R"(, {"$ifNull": ["$)" + m + R"(.tail", []]}]}}}}})"));
   stages.push_back(Json(R"({"$project": {")" + m + R"(": 0}})"));
   return stages;
 }
