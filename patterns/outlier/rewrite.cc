@@ -579,7 +579,9 @@ class OutlierRewriter {
 
 std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const OutlierRule& outlier,
                                    const Capabilities&) {
-  return OutlierRewriter(command, rule, outlier).Rewrite();
+  std::optional<Plan> plan = OutlierRewriter(command, rule, outlier).Rewrite();
+  if (plan && !plan->immediate_reply) plan->ensure.push_back(EnsurePagesIndex(outlier));
+  return plan;
 }
 
 }  // namespace remold

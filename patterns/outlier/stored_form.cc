@@ -156,6 +156,16 @@ MoveAside MovedAside(const OutlierRule& rule, const Doc& stored) {
   return SpilledDocument(rule, stored, *array);
 }
 
+BackendCommand EnsurePagesIndex(const OutlierRule& rule) {
+  BackendCommand command;
+  bson_t* body = command.body.mut();
+  AppendString(body, "createIndexes", rule.overflow.collection);
+  AppendArray(body, "indexes", {Json(R"({"key": {"parent": 1, "seq": 1}, "name": "remold_outlier_pages"})")});
+  AppendString(body, "$db", rule.overflow.db);
+  command.skip_if_collection_missing = true;
+  return command;
+}
+
 std::optional<Doc> MarkerKey(const Doc& stored) {
   auto key = FindPath(stored.get(), Marker("key"));
   if (!key) return std::nullopt;

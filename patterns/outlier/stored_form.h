@@ -23,6 +23,7 @@
 
 #include "common/doc.h"
 #include "patterns/outlier/rule.h"
+#include "rewrite/plan.h"
 
 namespace remold {
 
@@ -52,6 +53,12 @@ struct MoveAside {
   std::optional<Doc> document;    // the update statement ({q, u}) on the logical collection
 };
 MoveAside MovedAside(const OutlierRule& rule, const Doc& stored);
+
+// The index of the overflow collection on `parent`, which the view's
+// $lookup uses (for every document read through it: one without overflow
+// finds nothing there in one index probe). Skipped while the collection is
+// missing; the first plan after a page was written builds it.
+BackendCommand EnsurePagesIndex(const OutlierRule& rule);
 
 // The key of a marked document, boxed ({v: key}); nullopt when unmarked.
 std::optional<Doc> MarkerKey(const Doc& stored);

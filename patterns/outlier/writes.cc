@@ -47,6 +47,15 @@ struct Flow {
 };
 using FlowPtr = std::shared_ptr<Flow>;
 
+FlowPtr NewFlow(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write) {
+  auto f = std::make_shared<Flow>();
+  f->client = client;
+  f->rule_name = rule_name;
+  f->rule = rule;
+  f->write = std::move(write);
+  return f;
+}
+
 std::string Who(const Flow& f) { return "outlier rule '" + f.rule_name + "' for " + f.rule.logical.full(); }
 
 bool HasWriteErrors(const Doc& reply) { return Find(reply.get(), "writeErrors").has_value(); }
@@ -329,7 +338,7 @@ Doc Beside(const Doc& filter, const Doc& more) {
 }
 
 Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write) {
-  auto f = std::make_shared<Flow>(Flow{client, rule_name, rule, std::move(write)});
+  auto f = NewFlow(client, rule_name, rule, std::move(write));
   Plan plan = FromStep(f, Fold(f));
   plan.follow_ups = {"the overflowed documents the write matches are stored whole first, each as read",
                      "documents left with more than " + std::to_string(rule.threshold) +
@@ -341,7 +350,7 @@ Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const
 Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
                        const Doc& statement, const Doc& filter, const Doc& tail_update) {
   OutlierWrite write;
-  auto f = std::make_shared<Flow>(Flow{client, rule_name, rule, std::move(write)});
+  auto f = NewFlow(client, rule_name, rule, std::move(write));
   BackendCommand read = FindCommand(*f, rule.logical, filter, Json("{\"" + MarkerPath("key") + "\": 1}"), 1);
   Plan plan = FromStep(f, Step{{std::move(read)}, [f, statement, filter, tail_update](std::span<const Doc> replies) {
     const std::vector<Doc> found = FirstBatch(replies.back());

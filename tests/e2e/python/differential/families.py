@@ -877,5 +877,381 @@ class Polymorphic(Family):
                   capability="partial_indexes" if len(spec) > 2 else None)
 
 
+
+class Outlier(Family):
+    """c's array ``buyers`` keeps its first THRESHOLD elements; the rest lives
+    in pages of ``c_overflow`` behind a hidden marker (patterns/outlier/).
+    The threshold is small so that arrays of 0..12 elements overflow all the
+    time (a page of 3, a tail appended by $push). Each sequence starts with
+    documents written before the rule (long arrays stored whole, no marker,
+    on the backend directly), which remold reads as they are. Besides the
+    generator's own operations (whose fields include ``buyers.u`` and
+    ``buyers.4``, an element in the overflow), the family sends $push by
+    _id (plain, $each, $position/$slice/$sort), updates of the array by
+    other filters ($push, $addToSet, $pull, $pullAll, $pop, $set of the array
+    or of an element, positional, $unset, $rename), findAndModify on it,
+    reads filtered on elements ($elemMatch, $in, $size, $all, positions),
+    projections of the array, distinct of it and pipelines unwinding it,
+    $out of c into a plain collection, now and then the marker field named
+    (refused, 2) and a unique index on the array. The overflow collection is
+    the rule's: it is not compared (remold may list it)."""
+    name = "outlier"
+    fields = ("_id", "title", "n", "buyers", "note", "buyers.u", "buyers.4")
+    join_fields = ("buyers", "title", "buyers.u")
+    empty_array_fields = ("buyers", "buyers.u", "buyers.4")
+    names = LOGICAL + ("o3",)
+    reads_forwarded = True  # a read of the array runs as one aggregate over the view, its getMores forwarded
+    ARRAY = "buyers"
+    THRESHOLD = 3
+    MARKER = "_remold_outlier"
+    SEED = ({"_id": 10_000, "title": "a", "n": 1, "buyers": [1, "a", 2, "b", 3, "c", 4, {"u": "a", "q": 1}]},
+            {"_id": 10_001, "buyers": [{"u": "a", "q": 1}, {"u": "b"}, {"u": "c", "q": 2}, {"u": "a", "q": 3}],
+             "title": "s1"},
+            {"_id": 10_002, "title": "b", "buyers": [2, 1]})
+
+    def rules(self, db):
+        return {"c.yaml": "\n".join([
+            f"namespace: {db}.c", "pattern: outlier", "outlier:", f"  array: {self.ARRAY}",
+            f"  threshold: {self.THRESHOLD}"]) + "\n"}
+
+    def seed(self, stored_db, flat_db):
+        stored_db.c.insert_many([dict(d) for d in self.SEED])
+        flat_db.c.insert_many([dict(d) for d in self.SEED])
+
+    def join_values(self):
+        return [None, 1, "a", 2.5, "b", "s1"]
+
+    def element(self, rng, docs=None):
+        """One element of the array: a scalar or a small document."""
+        if docs is None:
+            docs = rng.random() < 0.4
+        if docs:
+            e = {"u": pick(rng, "a", "b", "c")}
+            put(e, "q", pick(rng, 1, 2, 3, MISSING))
+            return e
+        return pick(rng, 1, 2, 3, 4, "a", "b", "c", None, 2.5, Int64(2))
+
+    def array(self, rng, n=None):
+        """0..12 elements, mostly all scalars or all documents."""
+        if n is None:
+            n = pick(rng, 0, 1, 2, 3, 3, 4, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+        kind = rng.random()
+        if kind < 0.45:
+            return [self.element(rng, False) for _ in range(n)]
+        if kind < 0.9:
+            return [self.element(rng, True) for _ in range(n)]
+        return [pick(rng, self.element(rng), [1, 2], []) for _ in range(n)]
+
+    def document(self, rng, ids):
+        doc = {"_id": ids.next(rng)}
+        put(doc, "title", self.value(rng, "title"))
+        if rng.random() < 0.6:
+            doc["n"] = self.value(rng, "n")
+        kind = rng.random()
+        if kind < 0.86:
+            doc[self.ARRAY] = self.array(rng)
+        elif kind < 0.94:
+            pass  # no array at all
+        else:
+            doc[self.ARRAY] = pick(rng, None, "a", 5, {"u": "a"})  # not an array
+        if rng.random() < 0.4:
+            doc["note"] = self.value(rng, "note")
+        if rng.random() < 0.01:  # refused (2): the marker is remold's
+            doc[self.MARKER] = pick(rng, 1, {"key": 1})
+        return doc
+
+    def value(self, rng, field):
+        if field == "title":
+            return pick(rng, "a", "b", "s1", None, "", 1)
+        if field == "n":
+            return pick(rng, 1, 2, 2.5, Int64(3), None, "a")
+        if field == self.ARRAY:
+            return self.element(rng) if rng.random() < 0.8 else self.array(rng)
+        if field == "buyers.u":
+            return pick(rng, "a", "b", "c", None, 1)
+        if field == "buyers.4":
+            return self.element(rng)
+        return super().value(rng, field)
+
+    # -- what the generator does besides its own operations
+
+    def extra_operations(self, gen):
+        return [(lambda: self.push_by_id(gen), 14), (lambda: self.array_update(gen), 10),
+                (lambda: self.array_read(gen), 14), (lambda: self.array_aggregate(gen), 6),
+                (lambda: self.array_fam(gen), 5), (lambda: self.out_of_c(gen), 1),
+                (lambda: self.marker(gen), 1), (lambda: self.unique_index(gen), 1)]
+
+    def elements(self, rng, low=0, high=5):
+        docs = rng.random() < 0.4
+        return [self.element(rng, docs) for _ in range(rng.randrange(low, high + 1))]
+
+    def element_filter(self, gen) -> dict:
+        """A filter on the array's elements (or on the array beside another field)."""
+        r, a = gen.rng, self.ARRAY
+        e, e2 = self.element(r), self.element(r)
+        which = r.randrange(18)
+        if which == 0:
+            return {a: e}
+        if which == 1:
+            return {a: {"$elemMatch": pick(r, {"u": pick(r, "a", "b"), "q": {"$gte": 2}}, {"$gte": 2, "$lt": 4},
+                                           {"$in": ["a", "c"]}, {"q": {"$exists": False}})}}
+        if which == 2:
+            return {a: {"$in": [e, e2]}}
+        if which == 3:
+            return {a: {"$size": r.randrange(0, 13)}}
+        if which == 4:
+            return {a: {"$all": [e, e2] if r.random() < 0.6 else [e]}}
+        if which == 5:  # positional counts: more than k elements
+            return {f"{a}.{r.randrange(0, 12)}": {"$exists": r.random() < 0.7}}
+        if which == 6:
+            return {f"{a}.{r.randrange(0, 12)}": e}
+        if which == 7:
+            return {f"{a}.u": pick(r, "a", "b", "c", {"$in": ["a", "b"]}, {"$exists": False})}
+        if which == 8:
+            return {a: pick(r, {"$exists": r.random() < 0.5}, {"$type": pick(r, "array", "string", "null")})}
+        if which == 9:
+            return {a: {"$not": {"$size": pick(r, 0, 3, 4)}}}
+        if which == 10:
+            return {"$or": [{a: e}, {"title": pick(r, "a", "b")}]}
+        if which == 11:
+            return {"title": pick(r, "a", "b", "s1"), a: e}
+        if which == 12:
+            return {a: pick(r, {"$nin": [e]}, {"$ne": e})}
+        if which == 13 and "array_values" in gen.caps:
+            return {a: self.array(r, r.randrange(0, 6))}  # the array as a whole
+        if which == 14:
+            size = {"$size": {"$cond": [{"$isArray": f"${a}"}, f"${a}", []]}}
+            return {"$expr": {pick(r, "$gt", "$lte"): [size, r.randrange(0, 10)]}}
+        if which == 15:
+            return {f"{a}.q": {"$gte": 2}}
+        if which == 16:
+            return {"$and": [{a: {"$size": pick(r, 4, 5, 7)}}, {"title": {"$exists": True}}]}
+        return gen.filter()
+
+    def push_spec(self, rng):
+        """What a $push onto the array pushes: a value, $each, or $each with modifiers."""
+        which = rng.randrange(9)
+        if which <= 2:
+            return self.element(rng)
+        if which <= 4:
+            return {"$each": self.elements(rng, 0, 6)}
+        spec = {"$each": self.elements(rng, 0, 4)}
+        if which == 5 or rng.random() < 0.2:
+            spec["$position"] = pick(rng, 0, 1, 2, 3, 5, 10, -1, -4)
+        if which == 6 or rng.random() < 0.2:
+            spec["$slice"] = pick(rng, 0, 2, 3, 5, 8, -2, -5)
+        if which >= 7:
+            docs = all(isinstance(v, dict) for v in spec["$each"]) and rng.random() < 0.7
+            spec["$sort"] = {"u": pick(rng, 1, -1), "q": 1} if docs else pick(rng, 1, -1)
+        return spec
+
+    def push_by_id(self, gen):
+        """A $push onto the array of one document by _id: onto the tail of an overflowed one."""
+        from .generator import op
+        r = gen.rng
+        _id = gen.ids.existing(r)
+        q = pick(r, {"_id": _id}, {"_id": _id}, {"_id": {"$eq": _id}}, {"$and": [{"_id": _id}, {"title": {"$ne": "b"}}]})
+        u = {"$push": {self.ARRAY: self.push_spec(r)}}
+        if r.random() < 0.25:
+            u[pick(r, "$inc", "$set")] = {"pushes": 1}
+        if r.random() < 0.1:
+            cmd = {"findAndModify": "c", "query": q, "update": u, "new": r.random() < 0.5}
+            if r.random() < 0.5:
+                cmd["fields"] = pick(r, {self.ARRAY: 1}, {self.ARRAY: 0}, {"title": 1, self.ARRAY: 1})
+            return op("findAndModify", cmd, "fam", kind="write")
+        statements = [{"q": q, "u": u, "upsert": r.random() < 0.08}]
+        if r.random() < 0.1 and "ordered_update_stops" in gen.caps:
+            statements.append({"q": {"_id": gen.ids.existing(r)}, "u": {"$push": {self.ARRAY: self.push_spec(r)}}})
+        return op("update", {"update": "c", "updates": statements}, "write", kind="write")
+
+    def array_update(self, gen):
+        """Updates that change the array, selected by other filters than one _id."""
+        from .generator import op
+        r, a = gen.rng, self.ARRAY
+        e = self.element(r)
+        which = r.randrange(16)
+        q = self.element_filter(gen) if r.random() < 0.6 else gen.filter()
+        if which == 0:
+            u = {"$push": {a: self.push_spec(r)}}
+        elif which == 1:
+            u = {"$addToSet": {a: pick(r, e, {"$each": self.elements(r, 0, 4)})}}
+        elif which == 2:
+            u = {"$pull": {a: pick(r, e, {"$in": [e, self.element(r)]}, {"u": pick(r, "a", "b")},
+                                   {"$gte": 2}, {"q": {"$exists": False}})}}
+        elif which == 3:
+            u = {"$pullAll": {a: self.elements(r, 1, 3)}}
+        elif which == 4:
+            u = {"$pop": {a: pick(r, 1, -1)}}
+        elif which == 5:
+            u = {"$set": {a: self.array(r)}}
+        elif which == 6:
+            u = {"$set": {f"{a}.{pick(r, 0, 2, 3, 4, 7, 13)}": e}}
+        elif which == 7:
+            u = {"$unset": {pick(r, a, a, f"{a}.1", f"{a}.5"): ""}}
+        elif which == 8:
+            u = {pick(r, "$inc", "$set"): {"pushes": 1}}
+        elif which == 9:  # the positional operator: the filter names an element
+            q = {a: pick(r, e, {"$elemMatch": {"u": pick(r, "a", "b")}}, {"$in": [e, self.element(r)]})}
+            u = {"$set": {f"{a}.$": self.element(r)}}
+        elif which == 10:
+            u = {"$set": {f"{a}.$[x]": "x"}}
+            return op("update", {"update": "c", "updates": [
+                {"q": q, "u": u, "multi": True, "arrayFilters": [{"x": pick(r, e, {"$gte": 2})}]}]},
+                "write", kind="write")
+        elif which == 11:
+            u = pick(r, {"$rename": {a: "moved"}}, {"$rename": {"note": a}})
+        elif which == 12:
+            u = {"$set": {"note": self.value(r, "note")}, "$push": {a: e}}
+        elif which == 13:
+            u = {"$inc": {f"{a}.$[]": 1}} if r.random() < 0.3 else {"$mul": {f"{a}.{pick(r, 0, 4)}": 2}}
+        elif which == 14:  # a replacement selected by the array
+            u = gen.f.document(r, gen.ids)
+            u.pop("_id")
+            return op("update", {"update": "c", "updates": [
+                {"q": q, "u": u, "upsert": r.random() < 0.15}]}, "write", kind="write")
+        else:
+            u = {"$addToSet": {a: e}, "$inc": {"pushes": 1}}
+        multi = r.random() < 0.7
+        upsert = r.random() < 0.08
+        if upsert:
+            q = {"$and": [{"_id": gen.ids.existing(r)}, q]}
+        return op("update", {"update": "c", "updates": [{"q": q, "u": u, "multi": multi, "upsert": upsert}]},
+                  "write", kind="write")
+
+    def array_fam(self, gen):
+        """findAndModify that reads or changes the array."""
+        from .generator import op
+        r, a = gen.rng, self.ARRAY
+        q = pick(r, {"_id": gen.ids.existing(r)}, self.element_filter(gen))
+        cmd = {"findAndModify": "c", "query": q, "sort": {"_id": pick(r, 1, -1)}}
+        if r.random() < 0.3:
+            cmd["remove"] = True
+        else:
+            cmd["update"] = pick(r, {"$push": {a: self.push_spec(r)}}, {"$pull": {a: self.element(r)}},
+                                 {"$set": {"note": "fam"}}, {"$pop": {a: 1}},
+                                 {"title": "rep", a: self.array(r)}, {"$set": {f"{a}.4": "x"}})
+            cmd["new"] = r.random() < 0.5
+            if r.random() < 0.15:
+                cmd["upsert"] = True
+                cmd["query"] = {"$and": [{"_id": gen.ids.existing(r)}, q]}
+        if r.random() < 0.5:
+            cmd["fields"] = pick(r, {a: 1}, {a: 0}, {"title": 1}, {"_id": 0, a: 1}, {f"{a}.u": 1})
+        return op("findAndModify", cmd, "fam", kind="write")
+
+    def projection(self, gen):
+        r, a = gen.rng, self.ARRAY
+        p = pick(r, {a: 1}, {a: 0}, {"title": 1, "n": 1}, {a: 0, "note": 0}, {f"{a}.u": 1}, {"_id": 0, a: 1},
+                 {"title": 0}, {f"{a}.q": 0, "title": 0}, None, None)
+        if p is None and r.random() < 0.15:  # projection operators
+            p = pick(r, {a: {"$slice": pick(r, 2, -2, [3, 4])}}, {a: {"$elemMatch": {"u": "a"}}})
+        return p
+
+    def array_read(self, gen):
+        """Reads selecting by the array's elements: find (sorted, skipped, limited,
+        projected), count, distinct."""
+        from .generator import op
+        r, a = gen.rng, self.ARRAY
+        q = self.element_filter(gen)
+        which = r.randrange(10)
+        if which <= 5:
+            cmd = {"find": "c", "filter": q}
+            shape = "cursor"
+            if r.random() < 0.5:
+                shape = "cursor_ordered"
+                sort = gen.sort()
+                if r.random() < 0.2 and "sort_empty_array_ties" in gen.caps:
+                    sort = {a: pick(r, 1, -1), "_id": 1}
+                cmd["sort"] = sort
+                if r.random() < 0.4:
+                    cmd["skip"] = r.randrange(0, 4)
+                if r.random() < 0.5:
+                    cmd["limit"] = r.randrange(1, 6)
+            p = self.projection(gen)
+            if p:
+                cmd["projection"] = p
+            if r.random() < 0.3:
+                cmd["batchSize"] = pick(r, 1, 2)
+            return op("find", cmd, shape)
+        if which <= 7:
+            cmd = {"count": "c", "query": q}
+            if r.random() < 0.2:
+                cmd["limit"], cmd["skip"] = r.randrange(1, 4), r.randrange(0, 3)
+            return op("count", cmd, "count")
+        key = pick(r, a, a, f"{a}.u", f"{a}.4", "title", "n")
+        return op("distinct", {"distinct": "c", "key": key, "query": pick(r, q, {})}, "distinct")
+
+    def array_aggregate(self, gen):
+        from .generator import op
+        r, a = gen.rng, self.ARRAY
+        q = self.element_filter(gen)
+        guarded = {"$cond": [{"$isArray": f"${a}"}, f"${a}", []]}
+        which = r.randrange(8)
+        shape = "cursor"
+        if which == 0:
+            pipeline = [{"$match": q}, {"$unwind": f"${a}"}, {"$group": {"_id": f"${a}", "n": {"$sum": 1}}}]
+        elif which == 1:
+            pipeline = [{"$unwind": {"path": f"${a}", "includeArrayIndex": "i",
+                                     "preserveNullAndEmptyArrays": r.random() < 0.5}},
+                        {"$match": {"i": {"$gte": r.randrange(0, 5)}}}, {"$project": {a: 1, "i": 1}}]
+        elif which == 2:
+            pipeline = [{"$match": q}, {"$project": {"k": {"$size": guarded}, "last": {"$arrayElemAt": [guarded, -1]},
+                                                     "mid": {"$slice": [guarded, 2, 3]}}}]
+        elif which == 3:
+            pipeline = [{"$match": q}, {"$project": {a: 1, "title": 1}}]
+        elif which == 4:
+            pipeline = [{"$match": q}, {"$sort": {"_id": 1}}, {"$skip": r.randrange(0, 3)},
+                        {"$limit": r.randrange(1, 6)}]
+            shape = "cursor_ordered"
+        elif which == 5:
+            pipeline = [{"$sort": {"_id": 1}}, {"$group": {"_id": "$title", "all": {"$push": f"${a}"},
+                                                           "n": {"$sum": {"$size": guarded}}}}]
+        elif which == 6:
+            pipeline = [{"$match": q}, {"$unwind": f"${a}"}, {"$count": "n"}]
+        else:
+            pipeline = [{"$addFields": {"k": {"$size": guarded}}}, {"$match": {"k": {"$gt": self.THRESHOLD}}},
+                        {"$project": {"k": 1, "title": 1}}]
+        return op("aggregate", {"aggregate": "c", "pipeline": pipeline, "cursor": {}}, shape)
+
+    def out_of_c(self, gen):
+        """$out of c (through the view) into a plain collection, and reads of it."""
+        from .generator import op
+        r = gen.rng
+        if r.random() < 0.5:
+            return op("find", {"find": "o3", "filter": {}}, "cursor")
+        pipeline = [{"$match": self.element_filter(gen)}, {"$out": "o3"}]
+        return op("aggregate", {"aggregate": "c", "pipeline": pipeline, "cursor": {}}, "cursor",
+                  kind="write", stages=["$out"], capability="out")
+
+    def marker(self, gen):
+        """Operations naming the marker field: a write is refused (2), a read
+        filtered on it too; a projection or a later stage sees no such field."""
+        from .generator import op
+        r, m = gen.rng, self.MARKER
+        which = r.randrange(6)
+        if which == 0:
+            return op("find", {"find": "c", "filter": {m: {"$exists": pick(r, True, False)}}}, "cursor")
+        if which == 1:
+            return op("find", {"find": "c", "filter": {}, "projection": {m: 1}}, "cursor")
+        if which == 2:
+            return op("aggregate", {"aggregate": "c", "pipeline": [
+                {"$sort": {"_id": 1}}, {"$project": {"x": {"$ifNull": [f"${m}", "none"]}}}], "cursor": {}}, "cursor")
+        if which == 3:
+            return op("update", {"update": "c", "updates": [
+                {"q": {"_id": gen.ids.existing(r)}, "u": {"$set": {f"{m}.pages": 0}}}]}, "write", kind="write")
+        if which == 4:
+            return op("count", {"count": "c", "query": {f"{m}.key": {"$exists": True}}}, "count")
+        return op("insert", {"insert": "c", "documents": [{"_id": gen.ids.next(r), m: {"key": 1}}]}, "write",
+                  kind="write")
+
+    def unique_index(self, gen):
+        """A unique index on the array: MongoDB holds every element of every document in it."""
+        from .generator import op
+        r = gen.rng
+        key = pick(r, {self.ARRAY: 1}, {f"{self.ARRAY}.u": 1})
+        name = "_".join(key) + "_u"
+        return op("createIndexes", {"createIndexes": "c", "indexes": [{"key": key, "name": name, "unique": True}]},
+                  "ok", kind="write")
+
+
 FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset(), ExtendedReference(), Versioned(),
-                                Polymorphic())}
+                                Polymorphic(), Outlier())}
