@@ -27,16 +27,13 @@ import argparse
 import datetime as dt
 import os
 import random
-import re
-import subprocess
 import tempfile
-import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pymongo
 
 from migrate_run import start_backend
+from run_helpers import percentile, start_remold, timed, without_credentials
 
 TYPES = {"articles": "ARTICLE", "videos": "VIDEO", "podcasts": "PODCAST"}
 RULE = """namespace: {db}.{name}
@@ -57,33 +54,6 @@ def item(kind: str, i: int) -> dict:
     return doc
 
 
-def percentile(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))]
-
-
-def without_credentials(uri: str) -> tuple[str, str | None, str | None]:
-    parts = urlsplit(uri)
-    if not parts.username:
-        return uri, None, None
-    host = parts.hostname + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, host, "/", "", "")), parts.username, parts.password
-
-
-def start_remold(build: str, backend: str, rules: str, credentials: Path | None) -> tuple[subprocess.Popen, int]:
-    command = [str(Path(build, "remold")), "serve", "--backend", backend, "--listen", "127.0.0.1:0", "--rules", rules,
-               "--log-level", "warn"]
-    if credentials:
-        command += ["--backend-credentials", str(credentials)]
-    remold = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              text=True)
-    for line in remold.stdout:
-        match = re.search(r"listening on [\d.]+:(\d+)", line)
-        if match:
-            return remold, int(match.group(1))
-    raise RuntimeError("remold did not start")
-
-
 def index_names(plan) -> list[str]:
     """The indexes an explain's winning plan names, at any depth."""
     if isinstance(plan, dict):
@@ -92,13 +62,6 @@ def index_names(plan) -> list[str]:
     if isinstance(plan, list):
         return [name for value in plan for name in index_names(value)]
     return []
-
-
-def timed(samples: list[float], operation) -> object:
-    began = time.perf_counter()
-    result = operation()
-    samples.append(time.perf_counter() - began)
-    return result
 
 
 def main() -> None:

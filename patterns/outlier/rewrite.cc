@@ -409,6 +409,19 @@ class OutlierRewriter {
     return out;
   }
 
+  // How many elements an update TailUpdate takes pushes onto the array.
+  int64_t PushedCount(const Doc& u) const {
+    std::optional<Doc> push = FindDocument(u.get(), "$push");
+    auto value = Find(push->get(), o_.array);
+    if (!BSON_ITER_HOLDS_DOCUMENT(&*value)) return 1;
+    std::optional<Doc> spec = FindDocument(push->get(), o_.array);
+    auto each = Find(spec->get(), "$each");
+    if (!each) return 1;  // a document pushed as it is
+    int64_t n = 0;
+    ForEachChild(*each, [&](std::string_view, const bson_iter_t&) { ++n; });
+    return n;
+  }
+
   // Whether a filter pins _id to one value: at most one document matches.
   static bool PinsId(const Doc& filter) {
     std::vector<Doc> clauses;
@@ -470,8 +483,9 @@ class OutlierRewriter {
       rewritten = true;
       if (statements.size() == 1 && BSON_ITER_HOLDS_DOCUMENT(&*u) && Passes(filter) && PinsId(filter) &&
           !FindBool(statement.get(), "multi").value_or(false)) {
-        if (std::optional<Doc> tail = TailUpdate(*FindDocument(statement.get(), "u")))
-          return OutlierAppendPlan(command_, rule_.name, o_, statement, filter, *tail);
+        const Doc update = *FindDocument(statement.get(), "u");
+        if (std::optional<Doc> tail = TailUpdate(update))
+          return OutlierAppendPlan(command_, rule_.name, o_, statement, filter, *tail, PushedCount(update));
       }
       fold_filters.push_back(filter);
       if (!collation) collation = FindDocument(statement.get(), "collation");

@@ -348,13 +348,35 @@ Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const
 }
 
 Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
-                       const Doc& statement, const Doc& filter, const Doc& tail_update) {
+                       const Doc& statement, const Doc& filter, const Doc& tail_update, int64_t pushed) {
   OutlierWrite write;
   auto f = NewFlow(client, rule_name, rule, std::move(write));
-  BackendCommand read = FindCommand(*f, rule.logical, filter, Json("{\"" + MarkerPath("key") + "\": 1}"), 1);
-  Plan plan = FromStep(f, Step{{std::move(read)}, [f, statement, filter, tail_update](std::span<const Doc> replies) {
+  // The read says the form, and whether the push will leave the document
+  // to move aside: the element at threshold - pushed of the array (of the
+  // tail, one before) exists. Without it, nothing follows the push.
+  const int64_t array_probe = rule.threshold - pushed;
+  const int64_t tail_probe = array_probe - 1;
+  std::string projection = "{\"" + MarkerPath("key") + "\": 1";
+  if (array_probe >= 0)
+    projection += ", " + JsonQuote(rule.array) + ": {\"$slice\": [" + std::to_string(array_probe) + ", 1]}";
+  if (tail_probe >= 0)
+    projection += ", \"" + MarkerPath("tail") + "\": {\"$slice\": [" + std::to_string(tail_probe) + ", 1]}";
+  BackendCommand read = FindCommand(*f, rule.logical, filter, Json(projection + "}"), 1);
+  Plan plan = FromStep(f, Step{{std::move(read)}, [f, statement, filter, tail_update, array_probe,
+                                                   tail_probe](std::span<const Doc> replies) {
     const std::vector<Doc> found = FirstBatch(replies.back());
     std::optional<Doc> key = found.empty() ? std::nullopt : MarkerKey(found.front());
+    // Whether the probed element is there (anything but an empty array).
+    auto probed = [&](const std::string& path, int64_t probe) {
+      if (probe < 0 || found.empty()) return true;
+      auto value = FindPath(found.front().get(), path);
+      if (!value) return false;
+      if (!BSON_ITER_HOLDS_ARRAY(&*value)) return true;
+      bool any = false;
+      ForEachChild(*value, [&](std::string_view, const bson_iter_t&) { any = true; });
+      return any;
+    };
+    const bool moves_aside = key ? probed(MarkerPath("tail"), tail_probe) : probed(f->rule.array, array_probe);
     Doc sent;
     if (key) {
       Doc pinned;
@@ -371,7 +393,7 @@ Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, cons
     update.sequence_id = "updates";
     update.sequence = {std::move(sent)};
     const bool existed = !found.empty();
-    return Step{{std::move(update)}, [f, existed, filter](std::span<const Doc> replies) -> Step {
+    return Step{{std::move(update)}, [f, existed, filter, moves_aside](std::span<const Doc> replies) -> Step {
                   f->client_reply = replies.size() - 1;
                   const Doc& reply = replies.back();
                   if (!IsOkReply(reply)) return Step{};
@@ -382,6 +404,7 @@ Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, cons
                                             "the write again");
                     return Step{};
                   }
+                  if (existed && !moves_aside) return Step{};
                   std::vector<Doc> id;
                   TopLevelClauses(filter.get(), id);
                   for (Doc& clause : id)

@@ -48,9 +48,10 @@ struct OutlierWrite {
 Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write);
 
 // `statement`: the client's one update statement; `filter` its filter
-// (pinning _id), `tail_update` its update with the push onto the tail.
+// (pinning _id), `tail_update` its update with the push onto the tail,
+// `pushed` how many elements it pushes.
 Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
-                       const Doc& statement, const Doc& filter, const Doc& tail_update);
+                       const Doc& statement, const Doc& filter, const Doc& tail_update, int64_t pushed);
 
 // `statement` with `value` under `key` in place of its own (appended when
 // it has none).

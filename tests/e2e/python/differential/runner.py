@@ -245,7 +245,10 @@ class Harness:
             name, as_answered = cmd["aggregate"], lambda n: [n]
         else:
             return False
-        exact = [db[name].count_documents({}) for db in (self.r, self.flat)]
+        try:
+            exact = [db[name].count_documents({}) for db in (self.r, self.flat)]
+        except PyMongoError:
+            return False  # a side cannot count exactly: the answers stay a difference
         return exact[0] == exact[1] and (got.value, want.value) != tuple(as_answered(n) for n in exact)
 
     def repeated(self, op: dict, got: Outcome, want: Outcome) -> bool:

@@ -1,0 +1,997 @@
+"""The outlier rule (patterns/outlier/) end to end: unmodified pymongo
+through remold with a rules directory.
+
+    namespace: <db>.books
+    pattern: outlier
+    outlier: {array: buyers, threshold: N}     # overflow: books_overflow
+
+A document keeps at most N elements of `buyers`; the rest is stored in
+pages of at most N elements in `books_overflow`, behind a hidden marker
+(`_remold_outlier: {key, pages, tail}`, patterns/outlier/stored_form.h).
+
+Every expected answer comes from an oracle: a flat copy, `books_flat`, a
+plain collection of the backend that receives the same operations directly
+(never from what remold answers). Documents are compared whole, field order
+and BSON types included (`canon`). After every write the stored form is
+also read directly and checked: a marked document has exactly N elements
+embedded, pages 0..P-1 of exactly N each, a tail shorter than N, and
+embedded + pages + tail is the flat copy's array; no page belongs to no
+document.
+
+Sections: 1. writes of every kind below and above the threshold; 2. reads
+(filters on elements, sort/skip/limit, projections, counts, distinct,
+aggregates, a $lookup into the ruled collection); 3. the stored form; 4.
+concurrent $push onto one document and onto several; 5. one document
+grown past 16 MiB through remold, which a plain collection cannot hold.
+
+Runs against either backend (REMOLD_TEST_BACKEND=stand-in|documentdb).
+"""
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import threading
+import time
+from collections import defaultdict
+from types import SimpleNamespace
+from typing import Callable
+
+import bson
+import pymongo
+import pymongo.errors
+import pytest
+from bson import json_util
+from bson.codec_options import CodecOptions
+from bson.son import SON
+from pymongo import ReturnDocument
+from pymongo.errors import BulkWriteError, OperationFailure
+
+from concurrent_clients import STAND_IN_SORT_RACE
+from conftest import NO_PROXY
+from migration_support import drop_database_after_kills
+
+pytestmark = pytest.mark.skipif(NO_PROXY, reason="needs remold's rules")
+
+RULED = "books"
+FLAT = "books_flat"
+OVERFLOW = "books_overflow"
+ARRAY = "buyers"
+MARKER = "_remold_outlier"
+WRITE_CONFLICT = 112
+INVALID_OPTIONS = 72
+SON_OPTIONS = CodecOptions(document_class=SON)
+
+
+def rule_text(db: str, threshold: int) -> str:
+    return (f"namespace: {db}.{RULED}\npattern: outlier\noutlier:\n"
+            f"  array: {ARRAY}\n  threshold: {threshold}\n")
+
+
+@pytest.fixture
+def outlier(private_remold, direct_client, make_client, db_name, tmp_path):
+    """start(threshold): a remold with the rule; `ruled` the collection
+    through it, `flat` the oracle's plain copy, `stored` and `pages` the
+    ruled collection and its overflow read directly."""
+    started = []
+
+    def start(threshold: int) -> SimpleNamespace:
+        assert not started, "one remold per test"
+        rules = tmp_path / "rules"
+        rules.mkdir()
+        (rules / "books.yaml").write_text(rule_text(db_name, threshold))
+        remold = private_remold(extra_args=("--rules", str(rules)))
+        client = make_client(remold.uri)
+        db = client.get_database(db_name, codec_options=SON_OPTIONS)
+        direct = direct_client.get_database(db_name, codec_options=SON_OPTIONS)
+        env = SimpleNamespace(remold=remold, threshold=threshold, db=db, direct=direct, name=db_name,
+                              ruled=db[RULED], flat=direct[FLAT], stored=direct[RULED], pages=direct[OVERFLOW],
+                              client=lambda: make_client(remold.uri))
+        started.append(env)
+        return env
+
+    yield start
+    drop_database_after_kills(direct_client, db_name)
+
+
+# --------------------------------------------------------------------------
+# Comparing answers: field order and BSON types included.
+
+
+def canon(value):
+    if isinstance(value, dict):
+        return ("doc", tuple((k, canon(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("arr", tuple(canon(v) for v in value))
+    return (type(value).__name__, value)
+
+
+def show(value) -> str:
+    return json_util.dumps(value)
+
+
+def summarize(result):
+    if isinstance(result, pymongo.results.InsertOneResult):
+        return ("inserted", canon(result.inserted_id))
+    if isinstance(result, pymongo.results.InsertManyResult):
+        return ("inserted", canon(result.inserted_ids))
+    if isinstance(result, pymongo.results.UpdateResult):
+        return ("updated", result.matched_count, result.modified_count, canon(result.upserted_id))
+    if isinstance(result, pymongo.results.BulkWriteResult):
+        r = result.bulk_api_result
+        return ("bulk", r["nInserted"], r["nMatched"], r["nModified"], r["nRemoved"], r["nUpserted"],
+                canon(r["upserted"]))
+    if isinstance(result, pymongo.results.DeleteResult):
+        return ("deleted", result.deleted_count)
+    if isinstance(result, pymongo.cursor.Cursor) or isinstance(result, pymongo.command_cursor.CommandCursor):
+        return canon(list(result))
+    return canon(result)
+
+
+def outcome(call):
+    """What a call answered, as comparable data: its result or its error."""
+    for attempt in range(10):
+        try:
+            return summarize(call())
+        except BulkWriteError as exc:
+            d = exc.details
+            return ("BulkWriteError", d.get("nInserted"), d.get("nMatched"), d.get("nModified"),
+                    d.get("nRemoved"), d.get("nUpserted"),
+                    tuple((e["index"], e["code"]) for e in d.get("writeErrors", [])))
+        except OperationFailure as exc:
+            if STAND_IN_SORT_RACE in str(exc) and attempt < 9:
+                continue  # the stand-in's sort of live documents; nothing was written
+            return (type(exc).__name__, exc.code)
+
+
+def everything(collection) -> list:
+    return list(collection.find().sort("_id", 1))
+
+
+def first_difference(got: list, want: list) -> str:
+    for g, w in zip(got, want):
+        if canon(g) != canon(w):
+            return f"\n  remold: {show(g)}\n  flat:   {show(w)}"
+    return f"\n  {len(got)} documents through remold, {len(want)} in the flat copy"
+
+
+# --------------------------------------------------------------------------
+# The stored form, read directly.
+
+
+def stored_form(env) -> tuple[dict, list[str], list]:
+    """(the documents rebuilt from the stored form by _id, problems with
+    it, the stored documents). A marked document: `threshold` elements
+    embedded, pages 0..P-1 of exactly `threshold`, a tail shorter than
+    that, the marker last; no page belongs to no document."""
+    n = env.threshold
+    docs = everything(env.stored)
+    pages = list(env.pages.find().sort([("parent", 1), ("seq", 1)]))
+    by_key = defaultdict(list)
+    for page in pages:
+        by_key[page["parent"]].append(page)
+    problems, keys, whole = [], set(), {}
+    for doc in docs:
+        marker = doc.get(MARKER)
+        if marker is None:
+            whole[doc["_id"]] = doc
+            continue
+        keys.add(marker["key"])
+        what = f"document {show(doc['_id'])}"
+        if list(doc)[-1] != MARKER:
+            problems.append(f"{what}: the marker is not its last field ({list(doc)})")
+        if list(marker) != ["key", "pages", "tail"]:
+            problems.append(f"{what}: marker fields {list(marker)}")
+        embedded = doc.get(ARRAY)
+        if not isinstance(embedded, list) or len(embedded) != n:
+            problems.append(f"{what}: {ARRAY} embedded is {show(embedded)}, expected {n} elements")
+            embedded = embedded if isinstance(embedded, list) else []
+        mine = by_key.get(marker["key"], [])
+        if [p["seq"] for p in mine] != list(range(marker["pages"])):
+            problems.append(f"{what}: pages {[p['seq'] for p in mine]}, the marker counts {marker['pages']}")
+        for page in mine:
+            if len(page["elements"]) != n:
+                problems.append(f"{what}: page {page['seq']} holds {len(page['elements'])} elements, expected {n}")
+        if len(marker["tail"]) >= n:
+            problems.append(f"{what}: tail of {len(marker['tail'])} elements (threshold {n})")
+        rebuilt = SON()
+        for k, v in doc.items():
+            if k == ARRAY:
+                v = list(embedded) + [e for p in mine for e in p["elements"]] + list(marker["tail"])
+            if k != MARKER:
+                rebuilt[k] = v
+        whole[doc["_id"]] = rebuilt
+    orphans = [p for p in pages if p["parent"] not in keys]
+    if orphans:
+        problems.append(f"{len(orphans)} pages name no document: "
+                        f"{sorted({show(p['parent']) for p in orphans})}")
+    return whole, problems, docs
+
+
+def assert_same(env, what: str) -> None:
+    """The ruled collection, read through remold and rebuilt from its
+    stored form, equals the flat copy; the stored form is sound."""
+    want = everything(env.flat)
+    got = everything(env.ruled)
+    assert canon(got) == canon(want), f"after {what}, remold reads otherwise than the flat copy:" + \
+        first_difference(got, want)
+    whole, problems, _ = stored_form(env)
+    assert not problems, f"after {what}, the stored form: " + "; ".join(problems)
+    rebuilt = list(whole.values())  # in the stored documents' order: by _id, as the flat copy's
+    assert canon(rebuilt) == canon(want), f"after {what}, the stored form rebuilt differs from the flat copy:" + \
+        first_difference(rebuilt, want)
+
+
+def both(env, what: str, call: Callable, check: bool = True):
+    """Runs `call` on the ruled collection and on the flat copy: the same
+    answer, then the same documents."""
+    got = outcome(lambda: call(env.ruled))
+    want = outcome(lambda: call(env.flat))
+    assert got == want, f"{what}:\n  remold answered {got}\n  flat answered   {want}"
+    if check:
+        assert_same(env, what)
+    return got
+
+
+# --------------------------------------------------------------------------
+# 1. Writes of every kind, below and above the threshold (4).
+
+THRESHOLD = 4
+
+
+def seed_documents() -> list:
+    return [
+        SON([("_id", 1), ("title", "short"), (ARRAY, ["a1", "a2"]), ("n", 1)]),
+        SON([("_id", 2), ("title", "long"), (ARRAY, [f"b{i}" for i in range(11)]), ("n", 2)]),
+        SON([("_id", 3), ("title", "objects"),
+             (ARRAY, [SON([("k", k), ("name", f"c{k}")]) for k in (5, 1, 9, 3, 7, 2, 8, 6)]), ("n", 3)]),
+        SON([("_id", 4), ("title", "at the threshold"), (ARRAY, ["a1", "b3", "x", "y"]), ("n", 4)]),
+        SON([("_id", 5), ("title", "no array"), ("n", 5)]),
+    ]
+
+
+def seeded(outlier) -> SimpleNamespace:
+    env = outlier(THRESHOLD)
+    both(env, "the seed documents", lambda c: c.insert_many(copy.deepcopy(seed_documents())))
+    return env
+
+
+def objects(*ks):
+    return [SON([("k", k), ("name", f"c{k}")]) for k in ks]
+
+
+# Each case: (name, [(what, call on a collection)...]), run on the seeded
+# collection and its flat copy, compared after every step.
+WRITE_CASES = [
+    ("insert", [
+        ("insert_one longer than the threshold",
+         lambda c: c.insert_one(SON([("_id", 10), ("title", "new"), (ARRAY, [f"n{i}" for i in range(15)]),
+                                     ("n", 10)]))),
+        ("insert_one one over the threshold",
+         lambda c: c.insert_one(SON([("_id", 11), (ARRAY, list(range(5)))]))),
+        ("insert_many mixed",
+         lambda c: c.insert_many([SON([("_id", 12), (ARRAY, ["s"])]),
+                                  SON([("_id", 13), ("a", 1), (ARRAY, objects(*range(9))), ("z", 2)]),
+                                  SON([("_id", 14), (ARRAY, [])])])),
+        ("insert_one with a used _id and a long array",
+         lambda c: c.insert_one(SON([("_id", 2), (ARRAY, [f"d{i}" for i in range(12)])]))),
+        ("insert_many unordered with a used _id",
+         lambda c: c.insert_many([SON([("_id", 13), (ARRAY, list(range(20)))]),
+                                  SON([("_id", 15), (ARRAY, list(range(20)))])], ordered=False)),
+    ]),
+    ("push", [
+        ("$push below", lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: "a3"}})),
+        ("$push to the threshold", lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: "a4"}})),
+        ("$push across the threshold", lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: "a5"}})),
+        ("$push onto an overflowed document", lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: "b11"}})),
+        ("$push filling the tail", lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: "b12"}})),
+        ("$push after the tail moved", lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: "b13"}})),
+        ("$push of a document", lambda c: c.update_one({"_id": 3}, {"$push": {ARRAY: SON([("k", 4)])}})),
+        ("$push of an array", lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: ["x", "y"]}})),
+        ("$push with $set beside it",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: "b14"}, "$set": {"title": "longer"}})),
+        ("$push by _id and another field",
+         lambda c: c.update_one({"_id": 2, "n": 2}, {"$push": {ARRAY: "b15"}})),
+        ("$push onto a document without the array",
+         lambda c: c.update_one({"_id": 5}, {"$push": {ARRAY: "e1"}})),
+        ("$push by a filter on the array", lambda c: c.update_one({ARRAY: "b7"}, {"$push": {ARRAY: "b16"}})),
+        ("$push on a non-array field", lambda c: c.update_one({"_id": 2}, {"$push": {"title": "x"}})),
+        ("$push by _id that matches nothing", lambda c: c.update_one({"_id": 99}, {"$push": {ARRAY: "q"}})),
+    ]),
+    ("push_each", [
+        ("$each below", lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": ["a3"]}}})),
+        ("$each across the threshold",
+         lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": [f"a{i}" for i in range(4, 10)]}}})),
+        ("$each of several pages onto the tail",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": [f"b{i}" for i in range(11, 22)]}}})),
+        ("$each of nothing", lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": []}}})),
+        ("$each of documents",
+         lambda c: c.update_one({"_id": 3}, {"$push": {ARRAY: {"$each": objects(10, 11, 12, 13, 14)}}})),
+        ("$each at the threshold exactly",
+         lambda c: c.update_one({"_id": 4}, {"$push": {ARRAY: {"$each": ["z1", "z2", "z3", "z4"]}}})),
+    ]),
+    ("push_position", [
+        ("$position 0 on an overflowed document",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": ["p0"], "$position": 0}}})),
+        ("$position into the pages",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": ["p6", "p7"], "$position": 6}}})),
+        ("$position from the end",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": ["m"], "$position": -2}}})),
+        ("$position on a short document, across the threshold",
+         lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": ["q1", "q2", "q3"], "$position": 1}}})),
+    ]),
+    ("push_slice", [
+        ("$slice keeping more than the threshold",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": ["s1"], "$slice": -6}}})),
+        ("$slice to below the threshold",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": [], "$slice": 3}}})),
+        ("$slice on a short document",
+         lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": ["t1", "t2", "t3", "t4"], "$slice": 5}}})),
+        ("$slice 0", lambda c: c.update_one({"_id": 3}, {"$push": {ARRAY: {"$each": objects(1), "$slice": 0}}})),
+    ]),
+    ("push_sort", [
+        ("$sort by a field of document elements",
+         lambda c: c.update_one({"_id": 3}, {"$push": {ARRAY: {"$each": objects(4), "$sort": {"k": 1}}}})),
+        ("$sort descending with $slice",
+         lambda c: c.update_one({"_id": 3}, {"$push": {ARRAY: {"$each": objects(0), "$sort": {"k": -1},
+                                                                 "$slice": 6}}})),
+        ("$sort of values",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": ["a"], "$sort": -1}}})),
+    ]),
+    ("add_to_set", [
+        ("$addToSet of an element in the tail",
+         lambda c: c.update_one({"_id": 2}, {"$addToSet": {ARRAY: "b10"}})),
+        ("$addToSet of an element in a page",
+         lambda c: c.update_one({"_id": 2}, {"$addToSet": {ARRAY: "b5"}})),
+        ("$addToSet of a new element", lambda c: c.update_one({"_id": 2}, {"$addToSet": {ARRAY: "zz"}})),
+        ("$addToSet $each with duplicates",
+         lambda c: c.update_one({"_id": 2}, {"$addToSet": {ARRAY: {"$each": ["b0", "y1", "y1", "b9", "y2"]}}})),
+        ("$addToSet across the threshold",
+         lambda c: c.update_one({"_id": 1}, {"$addToSet": {ARRAY: {"$each": ["a2", "a3", "a4", "a5"]}}})),
+        ("$addToSet of a document",
+         lambda c: c.update_one({"_id": 3}, {"$addToSet": {ARRAY: SON([("k", 6), ("name", "c6")])}})),
+    ]),
+    ("pull", [
+        ("$pull of a value in a page", lambda c: c.update_one({"_id": 2}, {"$pull": {ARRAY: "b5"}})),
+        ("$pull $in", lambda c: c.update_one({"_id": 2}, {"$pull": {ARRAY: {"$in": ["b0", "b10", "b9"]}}})),
+        ("$pull by a condition on documents",
+         lambda c: c.update_one({"_id": 3}, {"$pull": {ARRAY: {"k": {"$gte": 5}}}})),
+        ("$pull on a short document", lambda c: c.update_one({"_id": 1}, {"$pull": {ARRAY: "a1"}})),
+        ("$pull of what is not there", lambda c: c.update_one({"_id": 2}, {"$pull": {ARRAY: "nope"}})),
+        ("$pullAll", lambda c: c.update_one({"_id": 2}, {"$pullAll": {ARRAY: ["b1", "b2"]}})),
+    ]),
+    ("pop", [
+        ("$pop 1 on an overflowed document", lambda c: c.update_one({"_id": 2}, {"$pop": {ARRAY: 1}})),
+        ("$pop -1 on an overflowed document", lambda c: c.update_one({"_id": 2}, {"$pop": {ARRAY: -1}})),
+        ("$pop -1 on documents", lambda c: c.update_one({"_id": 3}, {"$pop": {ARRAY: -1}})),
+        ("$pop 1 on a short document", lambda c: c.update_one({"_id": 1}, {"$pop": {ARRAY: 1}})),
+        ("$pop down to the threshold",
+         lambda c: [c.update_one({"_id": 2}, {"$pop": {ARRAY: 1}}) for _ in range(5)][-1]),
+    ]),
+    ("set_array", [
+        ("$set of a long array on a short document",
+         lambda c: c.update_one({"_id": 1}, {"$set": {ARRAY: [f"w{i}" for i in range(9)]}})),
+        ("$set of a short array on an overflowed document",
+         lambda c: c.update_one({"_id": 2}, {"$set": {ARRAY: ["v1", "v2"]}})),
+        ("$set of a long array on a document without it",
+         lambda c: c.update_one({"_id": 5}, {"$set": {ARRAY: list(range(13))}})),
+        ("$set of a long array on an overflowed document",
+         lambda c: c.update_one({"_id": 3}, {"$set": {ARRAY: objects(*range(20, 30))}})),
+        ("$unset of the array", lambda c: c.update_one({"_id": 3}, {"$unset": {ARRAY: ""}})),
+        ("$set of the array to a scalar", lambda c: c.update_one({"_id": 5}, {"$set": {ARRAY: "none"}})),
+    ]),
+    ("set_element", [
+        ("$set of an embedded element", lambda c: c.update_one({"_id": 2}, {"$set": {f"{ARRAY}.1": "E1"}})),
+        ("$set of an element in a page", lambda c: c.update_one({"_id": 2}, {"$set": {f"{ARRAY}.6": "E6"}})),
+        ("$set of an element in the tail", lambda c: c.update_one({"_id": 2}, {"$set": {f"{ARRAY}.9": "E9"}})),
+        ("$set past the end", lambda c: c.update_one({"_id": 2}, {"$set": {f"{ARRAY}.13": "E13"}})),
+        ("$set of a field of an element in a page",
+         lambda c: c.update_one({"_id": 3}, {"$set": {f"{ARRAY}.5.name": "renamed"}})),
+        ("$inc of a field of an element", lambda c: c.update_one({"_id": 3}, {"$inc": {f"{ARRAY}.7.k": 100}})),
+        ("positional $ on an element in a page",
+         lambda c: c.update_one({"_id": 2, ARRAY: "b8"}, {"$set": {f"{ARRAY}.$": "B8"}})),
+        ("all positional $[]", lambda c: c.update_one({"_id": 3}, {"$inc": {f"{ARRAY}.$[].k": 1}})),
+        ("$set past the end of a short document",
+         lambda c: c.update_one({"_id": 1}, {"$set": {f"{ARRAY}.6": "far"}})),
+    ]),
+    ("replace", [
+        ("replace a short document by a long one",
+         lambda c: c.replace_one({"_id": 1}, SON([("title", "now long"), (ARRAY, list(range(10))), ("m", 1)]))),
+        ("replace an overflowed document by a short one",
+         lambda c: c.replace_one({"_id": 2}, SON([(ARRAY, ["r"]), ("title", "short now")]))),
+        ("replace an overflowed document by one without the array",
+         lambda c: c.replace_one({"_id": 3}, SON([("title", "none")]))),
+        ("replace by a filter on an overflowed element",
+         lambda c: c.replace_one({ARRAY: "b9"}, SON([(ARRAY, list(range(7)))]))),
+        ("replace_one upsert with a long array",
+         lambda c: c.replace_one({"_id": 30}, SON([(ARRAY, list(range(9)))]), upsert=True)),
+    ]),
+    ("upsert", [
+        ("upsert $push $each by _id inserting",
+         lambda c: c.update_one({"_id": 20}, {"$push": {ARRAY: {"$each": [f"u{i}" for i in range(6)]}}},
+                                upsert=True)),
+        ("upsert $push by _id matching an overflowed document",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: "u"}}, upsert=True)),
+        ("upsert $push by another field, inserting",
+         lambda c: c.update_one({"title": "fresh"}, {"$push": {ARRAY: {"$each": list(range(7))}},
+                                                     "$setOnInsert": {"_id": 21}}, upsert=True)),
+        ("upsert $push by _id inserting, below",
+         lambda c: c.update_one({"_id": 22}, {"$push": {ARRAY: "one"}}, upsert=True)),
+        ("upsert $push again onto what it inserted",
+         lambda c: c.update_one({"_id": 20}, {"$push": {ARRAY: "u6"}}, upsert=True)),
+    ]),
+    ("update_many", [
+        ("update_many $push onto all",
+         lambda c: c.update_many({}, {"$push": {ARRAY: "all"}})),
+        ("update_many $set by a filter on overflowed elements",
+         lambda c: c.update_many({ARRAY: {"$in": ["b9", "c7", "a2"]}}, {"$set": {"flag": True}})),
+        ("update_many $push $each by another field",
+         lambda c: c.update_many({"n": {"$gte": 2}}, {"$push": {ARRAY: {"$each": ["m1", "m2", "m3"]}}})),
+        ("update_many $pull from all", lambda c: c.update_many({}, {"$pull": {ARRAY: "all"}})),
+        ("update_many $set of another field only", lambda c: c.update_many({"n": {"$lt": 4}}, {"$inc": {"n": 10}})),
+        ("update_many by $size", lambda c: c.update_many({ARRAY: {"$size": 14}}, {"$set": {"fourteen": 1}})),
+    ]),
+    ("find_one_and_update", [
+        ("find_one_and_update $push returning before",
+         lambda c: c.find_one_and_update({"_id": 2}, {"$push": {ARRAY: "f1"}},
+                                         return_document=ReturnDocument.BEFORE)),
+        ("find_one_and_update $push returning after",
+         lambda c: c.find_one_and_update({"_id": 2}, {"$push": {ARRAY: "f2"}},
+                                         return_document=ReturnDocument.AFTER)),
+        ("find_one_and_update across the threshold, after",
+         lambda c: c.find_one_and_update({"_id": 1}, {"$push": {ARRAY: {"$each": ["f1", "f2", "f3"]}}},
+                                         return_document=ReturnDocument.AFTER)),
+        ("find_one_and_update by an overflowed element with a sort, before",
+         lambda c: c.find_one_and_update({ARRAY: {"$in": ["b9", "f1"]}}, {"$inc": {"n": 1}},
+                                         sort=[("n", -1)], return_document=ReturnDocument.BEFORE)),
+        ("find_one_and_update with a projection",
+         lambda c: c.find_one_and_update({"_id": 3}, {"$pop": {ARRAY: 1}}, projection={ARRAY: 1},
+                                         return_document=ReturnDocument.AFTER)),
+        ("find_one_and_update upsert, after",
+         lambda c: c.find_one_and_update({"_id": 40}, {"$push": {ARRAY: {"$each": list(range(6))}}},
+                                         upsert=True, return_document=ReturnDocument.AFTER)),
+        ("find_one_and_replace of an overflowed document",
+         lambda c: c.find_one_and_replace({"_id": 40}, SON([(ARRAY, list(range(100, 112)))]),
+                                          return_document=ReturnDocument.BEFORE)),
+        ("find_one_and_delete of an overflowed document", lambda c: c.find_one_and_delete({"_id": 40})),
+    ]),
+    ("delete", [
+        ("delete_one of an overflowed document", lambda c: c.delete_one({"_id": 2})),
+        ("delete_one of a short document", lambda c: c.delete_one({"_id": 1})),
+        ("delete_many by an overflowed element", lambda c: c.delete_many({ARRAY: "c7"})),
+        ("delete_one by $size", lambda c: c.delete_one({ARRAY: {"$size": 4}})),
+        ("insert again", lambda c: c.insert_many([SON([("_id", i), (ARRAY, list(range(i)))]) for i in (6, 9, 13)])),
+        ("delete_many of everything", lambda c: c.delete_many({})),
+    ]),
+]
+
+
+@pytest.mark.parametrize("steps", [steps for _, steps in WRITE_CASES], ids=[name for name, _ in WRITE_CASES])
+def test_writes_match_the_flat_copy(outlier, steps):
+    """Each write, on documents below, at and above the threshold (4), gives
+    the answer the flat copy gives, and leaves the same documents (field
+    order and types included) and a sound stored form."""
+    env = seeded(outlier)
+    for what, call in steps:
+        both(env, what, call)
+
+
+def test_bulk_write_of_mixed_operations(outlier):
+    """A bulk write mixing inserts, pushes, pulls, replacements and deletes
+    on overflowed documents answers and stores as the flat copy."""
+    env = seeded(outlier)
+    ops = lambda: [  # noqa: E731
+        pymongo.InsertOne(SON([("_id", 50), (ARRAY, list(range(9)))])),
+        pymongo.UpdateOne({"_id": 50}, {"$push": {ARRAY: {"$each": [9, 10, 11, 12]}}}),
+        pymongo.UpdateOne({"_id": 2}, {"$pull": {ARRAY: "b7"}}),
+        pymongo.UpdateMany({ARRAY: "b3"}, {"$push": {ARRAY: "m"}}),
+        pymongo.ReplaceOne({"_id": 3}, SON([(ARRAY, list(range(6)))])),
+        pymongo.DeleteOne({ARRAY: 11}),
+    ]
+    both(env, "bulk_write ordered", lambda c: c.bulk_write(ops()))
+    both(env, "bulk_write unordered", lambda c: c.bulk_write(ops(), ordered=False))
+
+
+# --------------------------------------------------------------------------
+# 2. Reads.
+
+READ_THRESHOLD = 4
+
+
+def read_documents() -> list:
+    return [
+        *seed_documents(),
+        SON([("_id", 6), ("title", "mixed"), (ARRAY, ["b7", 3, "b1", 2.5, None, "b7", 10, "z", 1, "q", "a1",
+                                                      "b9", 5, 4, "c"]), ("n", 6)]),
+        SON([("_id", 7), ("title", "empty"), (ARRAY, []), ("n", 7)]),
+        SON([("_id", 8), ("title", "lots"), (ARRAY, [f"l{i:02d}" for i in range(23)]), ("n", 8)]),
+    ]
+
+
+@pytest.fixture
+def read_env(outlier):
+    """The read documents in both collections, some of them grown by
+    $push so their tails hold elements, and a plain `orders` collection
+    that names books and buyers."""
+    env = outlier(READ_THRESHOLD)
+    both(env, "insert", lambda c: c.insert_many(copy.deepcopy(read_documents())), check=False)
+    for k in range(3):
+        both(env, "push", lambda c: c.update_one({"_id": 8}, {"$push": {ARRAY: f"t{k}"}}), check=False)
+        both(env, "push", lambda c: c.update_one({"_id": 3}, {"$push": {ARRAY: SON([("k", 20 + k),
+                                                                                   ("name", f"t{k}")])}}),
+             check=False)
+    assert_same(env, "the read documents")
+    _, _, stored = stored_form(env)
+    assert sum(1 for d in stored if MARKER in d) >= 4, "the read documents overflowed"
+    orders = [SON([("_id", i), ("book", book), ("buyer", buyer)])
+              for i, (book, buyer) in enumerate([(2, "b9"), (8, "t2"), (3, "c9"), (1, "a2"), (6, "b7"),
+                                                 (99, "b7"), (8, "l17"), (2, "nobody")])]
+    env.direct.orders.insert_many(orders)
+    return env
+
+
+def sides(env):
+    """(ruled side, flat side): the collection and its database."""
+    return (SimpleNamespace(coll=env.ruled, db=env.db, name=RULED),
+            SimpleNamespace(coll=env.flat, db=env.direct, name=FLAT))
+
+
+def by_id(cursor_or_list):
+    return sorted(cursor_or_list, key=lambda d: repr(d.get("_id")))
+
+
+FILTERS = {
+    "element in a page": {ARRAY: "b7"},
+    "element in the tail": {ARRAY: "t2"},
+    "element embedded": {ARRAY: "a1"},
+    "$elemMatch": {ARRAY: {"$elemMatch": {"k": {"$gte": 8}, "name": {"$ne": "c8"}}}},
+    "$elemMatch of values": {ARRAY: {"$elemMatch": {"$gt": 4, "$lt": 11}}},
+    "dotted field of elements": {f"{ARRAY}.k": 21},
+    "$in": {ARRAY: {"$in": ["b9", "zz", "l20"]}},
+    "$nin": {ARRAY: {"$nin": ["b9", "l20"]}},
+    "$size above": {ARRAY: {"$size": 11}},
+    "$size of a tail-grown array": {ARRAY: {"$size": 26}},
+    "$size below": {ARRAY: {"$size": 2}},
+    "$all across embedded and overflow": {ARRAY: {"$all": ["b0", "b10"]}},
+    "$all in pages and tail": {ARRAY: {"$all": ["l10", "l22", "t0"]}},
+    "index past the threshold": {f"{ARRAY}.9": {"$exists": True}},
+    "index equality in a page": {f"{ARRAY}.5": "b5"},
+    "$ne of an overflowed element": {ARRAY: {"$ne": "b6"}},
+    "$expr on the size": {"$expr": {"$gt": [{"$size": {"$ifNull": [f"${ARRAY}", []]}}, 8]}},
+    "beside another field": {"title": {"$regex": "^l"}, ARRAY: "b3"},
+    "$or with another field": {"$or": [{ARRAY: "l21"}, {"n": 1}]},
+    "another field only": {"n": {"$gte": 3}},
+    "$exists": {ARRAY: {"$exists": False}},
+    "$type array": {ARRAY: {"$type": "array"}},
+}
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+def test_filters_match_overflowed_elements(read_env, name):
+    """A filter on the array (equality, $elemMatch, $in, $size, $all, indexes,
+    $expr) selects the same documents through remold as on the flat copy,
+    with the overflowed elements taken into account: by find, count_documents
+    and the count command."""
+    filt = FILTERS[name]
+    ruled, flat = sides(read_env)
+    got = outcome(lambda: ruled.coll.find(filt).sort("_id", 1))
+    want = outcome(lambda: flat.coll.find(filt).sort("_id", 1))
+    assert got == want, f"find {filt}:\n  remold {got}\n  flat   {want}"
+    assert want[0] == "arr"
+    got = outcome(lambda: ruled.coll.count_documents(filt))
+    want = outcome(lambda: flat.coll.count_documents(filt))
+    assert got == want, f"count_documents {filt}: remold {got}, flat {want}"
+    got = outcome(lambda: ruled.db.command("count", ruled.name, query=filt)["n"])
+    want = outcome(lambda: flat.db.command("count", flat.name, query=filt)["n"])
+    assert got == want, f"count {filt}: remold {got}, flat {want}"
+
+
+FINDS = {
+    "sort skip limit": lambda c: c.find({}).sort([("n", -1), ("_id", 1)]).skip(1).limit(3),
+    "sort on the array": lambda c: c.find({ARRAY: {"$type": "string"}}).sort([(ARRAY, 1), ("_id", 1)]),
+    "sort descending on the array": lambda c: c.find({ARRAY: {"$type": "string"}}).sort([(ARRAY, -1), ("_id", 1)]),
+    "filter, descending, limit 1": lambda c: c.find({ARRAY: "b1"}).sort("_id", -1).limit(1),
+    "skip past the end": lambda c: c.find({ARRAY: "b7"}).sort("_id", 1).skip(10),
+    "batches of two": lambda c: c.find({}).sort("_id", 1).batch_size(2),
+    "find_one": lambda c: c.find_one({ARRAY: "t1"}),
+    "projection excluding the array": lambda c: c.find({}, {ARRAY: 0}).sort("_id", 1),
+    "projection excluding the array, filtered on it": lambda c: c.find({ARRAY: "b7"}, {ARRAY: 0}).sort("_id", 1),
+    "projection of another field": lambda c: c.find({}, {"title": 1}).sort("_id", 1),
+    "projection of the array": lambda c: c.find({}, {ARRAY: 1}).sort("_id", 1),
+    "projection of a field of elements": lambda c: c.find({}, {f"{ARRAY}.k": 1}).sort("_id", 1),
+    "projection excluding another field": lambda c: c.find({}, {"title": 0}).sort("_id", 1),
+    "$slice of the first elements": lambda c: c.find({}, {ARRAY: {"$slice": 3}}).sort("_id", 1),
+    "$slice of the last elements": lambda c: c.find({}, {ARRAY: {"$slice": -2}}).sort("_id", 1),
+    "$slice [skip, limit] into the pages": lambda c: c.find({}, {ARRAY: {"$slice": [5, 3]}}).sort("_id", 1),
+    "$slice [-skip, limit]": lambda c: c.find({}, {ARRAY: {"$slice": [-6, 2]}}).sort("_id", 1),
+    "$slice with an inclusion": lambda c: c.find({}, {"title": 1, ARRAY: {"$slice": [4, 4]}}).sort("_id", 1),
+    "computed projection": lambda c: c.find({}, {"size": {"$size": {"$ifNull": [f"${ARRAY}", []]}}}).sort("_id", 1),
+}
+
+
+@pytest.mark.parametrize("name", list(FINDS))
+def test_finds_match_the_flat_copy(read_env, name):
+    """find with sort, skip, limit, batches and projections (the array
+    excluded, included, sliced, computed from) answers as on the flat copy."""
+    call = FINDS[name]
+    ruled, flat = sides(read_env)
+    got, want = outcome(lambda: call(ruled.coll)), outcome(lambda: call(flat.coll))
+    assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+
+
+FIND_ONLY_PROJECTIONS = {
+    "$elemMatch projection": lambda c: c.find({}, {ARRAY: {"$elemMatch": {"k": {"$gt": 8}}}}).sort("_id", 1),
+    "positional projection": lambda c: c.find({ARRAY: "b7"}, {f"{ARRAY}.$": 1}).sort("_id", 1),
+}
+
+
+@pytest.mark.parametrize("name", list(FIND_ONLY_PROJECTIONS))
+def test_find_only_projections_answer_or_are_refused_clearly(read_env, name):
+    """A find-only projection ($elemMatch, positional $) answers as the flat
+    copy does, or is refused with InvalidOptions naming the rule."""
+    call = FIND_ONLY_PROJECTIONS[name]
+    ruled, flat = sides(read_env)
+    want = outcome(lambda: call(flat.coll))
+    try:
+        got = summarize(call(ruled.coll))
+    except OperationFailure as exc:
+        assert exc.code == INVALID_OPTIONS and "outlier rule" in str(exc), f"{name}: refused with {exc!r}"
+        return
+    assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+
+
+def sorted_values(values: list) -> list:
+    return sorted(values, key=lambda v: (type(v).__name__, repr(v)))
+
+
+DISTINCTS = {
+    "the array's elements": (ARRAY, {}),
+    "a field of the elements": (f"{ARRAY}.k", {}),
+    "the elements of documents matched by an overflowed element": (ARRAY, {ARRAY: "b7"}),
+    "another field, by an overflowed element": ("title", {ARRAY: {"$in": ["l22", "t1"]}}),
+    "another field, by another field": ("title", {"n": {"$gt": 2}}),
+}
+
+
+@pytest.mark.parametrize("name", list(DISTINCTS))
+def test_distinct_matches_the_flat_copy(read_env, name):
+    """distinct over the array's elements (overflowed ones included) or by a
+    filter on them gives the flat copy's values."""
+    key, filt = DISTINCTS[name]
+    ruled, flat = sides(read_env)
+    got = outcome(lambda: sorted_values(ruled.coll.distinct(key, filt)))
+    want = outcome(lambda: sorted_values(flat.coll.distinct(key, filt)))
+    assert got == want, f"distinct {key} {filt}:\n  remold {got}\n  flat   {want}"
+
+
+AGGREGATES = {
+    "$unwind and $group over the array": lambda side: [
+        {"$unwind": f"${ARRAY}"},
+        {"$group": {"_id": {"$type": f"${ARRAY}"}, "n": {"$sum": 1}, "books": {"$addToSet": "$_id"}}},
+        {"$project": {"n": 1, "books": {"$sortArray": {"input": "$books", "sortBy": 1}}}},
+        {"$sort": {"_id": 1}}],
+    "$unwind with its index, counted by book": lambda side: [
+        {"$unwind": {"path": f"${ARRAY}", "includeArrayIndex": "i"}},
+        {"$group": {"_id": "$_id", "elements": {"$sum": 1}, "last": {"$max": "$i"}}},
+        {"$sort": {"_id": 1}}],
+    "$unwind, $match on elements, $group by element": lambda side: [
+        {"$unwind": f"${ARRAY}"}, {"$match": {ARRAY: {"$regex": "^(b|l|t)"}}},
+        {"$group": {"_id": f"${ARRAY}", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}],
+    "$match on an overflowed element, then sizes": lambda side: [
+        {"$match": {ARRAY: "b7"}},
+        {"$project": {"size": {"$size": f"${ARRAY}"}, "last": {"$arrayElemAt": [f"${ARRAY}", -1]}}},
+        {"$sort": {"_id": 1}}],
+    "the whole documents": lambda side: [{"$sort": {"_id": 1}}],
+    "$count": lambda side: [{"$match": {ARRAY: {"$size": 26}}}, {"$count": "n"}],
+}
+
+
+@pytest.mark.parametrize("name", list(AGGREGATES))
+def test_aggregates_match_the_flat_copy(read_env, name):
+    """Aggregates over the array ($unwind/$group, $match on overflowed
+    elements, $size) give the flat copy's answers."""
+    pipeline = AGGREGATES[name]
+    ruled, flat = sides(read_env)
+    got = outcome(lambda: ruled.coll.aggregate(pipeline(ruled)))
+    want = outcome(lambda: flat.coll.aggregate(pipeline(flat)))
+    assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+
+
+LOOKUPS = {
+    "localField to _id": lambda side: [
+        {"$lookup": {"from": side.name, "localField": "book", "foreignField": "_id", "as": "books"}},
+        {"$sort": {"_id": 1}}],
+    "localField to an overflowed element": lambda side: [
+        {"$lookup": {"from": side.name, "localField": "buyer", "foreignField": ARRAY, "as": "books"}},
+        {"$project": {"buyer": 1, "books": "$books._id"}},
+        {"$sort": {"_id": 1}}],
+    "pipeline with let over the array": lambda side: [
+        {"$lookup": {"from": side.name, "let": {"who": "$buyer"},
+                     "pipeline": [{"$match": {"$expr": {"$in": ["$$who", {"$ifNull": [f"${ARRAY}", []]}]}}},
+                                  {"$project": {"n": 1, "size": {"$size": f"${ARRAY}"}}},
+                                  {"$sort": {"_id": 1}}],
+                     "as": "books"}},
+        {"$sort": {"_id": 1}}],
+}
+
+
+@pytest.mark.parametrize("name", list(LOOKUPS))
+def test_lookup_from_a_plain_collection(read_env, name):
+    """A $lookup from a plain collection (orders) into the ruled one sees
+    whole documents and matches overflowed elements, as into the flat copy."""
+    pipeline = LOOKUPS[name]
+    ruled, flat = sides(read_env)
+    got = outcome(lambda: ruled.db.orders.aggregate(pipeline(ruled)))
+    want = outcome(lambda: flat.db.orders.aggregate(pipeline(flat)))
+    assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+
+
+# --------------------------------------------------------------------------
+# 3. The stored form.
+
+
+def test_stored_form_below_and_above_the_threshold(outlier):
+    """A document at or below the threshold is stored exactly as written (no
+    marker, nothing in the overflow collection); one above keeps exactly
+    `threshold` elements and the rest in pages of `threshold` plus a tail
+    shorter than it; appends fill the tail and move it to a new page once
+    full."""
+    env = outlier(5)
+    short = SON([("_id", 1), ("title", "short"), (ARRAY, list(range(5))), ("after", True)])
+    long = SON([("_id", 2), ("title", "long"), (ARRAY, [f"e{i}" for i in range(17)]), ("after", True)])
+    both(env, "insert", lambda c: c.insert_many([copy.deepcopy(short), copy.deepcopy(long)]))
+    assert canon(env.stored.find_one({"_id": 1})) == canon(short)
+    assert env.pages.count_documents({}) == 2
+    stored = env.stored.find_one({"_id": 2})
+    assert list(stored) == ["_id", "title", ARRAY, "after", MARKER]
+    assert stored[ARRAY] == long[ARRAY][:5]
+    marker = stored[MARKER]
+    assert marker["pages"] == 2 and marker["tail"] == long[ARRAY][15:]
+    pages = list(env.pages.find({"parent": marker["key"]}).sort("seq", 1))
+    assert [p["elements"] for p in pages] == [long[ARRAY][5:10], long[ARRAY][10:15]]
+    assert all(list(p) == ["_id", "parent", "seq", "elements"] for p in pages)
+
+    # Appends go to the tail; a full tail becomes page 2.
+    for i in range(17, 21):
+        both(env, f"push e{i}", lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: f"e{i}"}}))
+        stored = env.stored.find_one({"_id": 2})
+        assert stored[ARRAY] == long[ARRAY][:5]
+        assert stored[MARKER]["key"] == marker["key"], "an append keeps the document's key"
+        expected_tail = [f"e{j}" for j in range(15, i + 1)]
+        if len(expected_tail) >= 5:
+            assert stored[MARKER]["pages"] == 3 and stored[MARKER]["tail"] == expected_tail[5:]
+        else:
+            assert stored[MARKER]["pages"] == 2 and stored[MARKER]["tail"] == expected_tail
+    assert [p["elements"] for p in env.pages.find({"parent": marker["key"]}).sort("seq", 1)][2] == \
+        [f"e{j}" for j in range(15, 20)]
+
+    # A short document pushed to the threshold stays as written.
+    both(env, "$set at the threshold", lambda c: c.update_one({"_id": 1}, {"$set": {"title": "still short"}}))
+    assert MARKER not in env.stored.find_one({"_id": 1})
+
+
+def test_rewrite_of_an_overflowed_array_replaces_its_pages(outlier):
+    """A write that rewrites an overflowed array (a $pull) stores it under a
+    new key; the old key's pages are deleted; shrinking below the
+    threshold leaves the document as written and no pages."""
+    env = outlier(3)
+    both(env, "insert", lambda c: c.insert_one(SON([("_id", 1), (ARRAY, list(range(10)))])))
+    old_key = env.stored.find_one({"_id": 1})[MARKER]["key"]
+    both(env, "$pull", lambda c: c.update_one({"_id": 1}, {"$pull": {ARRAY: 4}}))
+    new_key = env.stored.find_one({"_id": 1})[MARKER]["key"]
+    assert new_key != old_key
+    assert env.pages.count_documents({"parent": old_key}) == 0
+    assert env.pages.count_documents({"parent": new_key}) == 2
+    both(env, "$slice to 2", lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": [], "$slice": 2}}}))
+    assert canon(env.stored.find_one({"_id": 1})) == canon(SON([("_id", 1), (ARRAY, [0, 1])]))
+    assert env.pages.count_documents({}) == 0
+
+
+def test_delete_leaves_no_pages_and_drop_removes_the_overflow(outlier):
+    """Deleting an overflowed document (by _id, by a filter on an overflowed
+    element, all at once) leaves no page of it; dropping the collection
+    through remold drops the overflow collection too."""
+    env = outlier(3)
+    docs = [SON([("_id", i), ("g", i % 2), (ARRAY, [f"{i}-{j}" for j in range(3 * i + 1)])]) for i in range(8)]
+    both(env, "insert", lambda c: c.insert_many(copy.deepcopy(docs)))
+    keys = {d["_id"]: d[MARKER]["key"] for d in env.stored.find({MARKER: {"$exists": True}})}
+    assert set(keys) == set(range(1, 8))
+    both(env, "delete_one by _id", lambda c: c.delete_one({"_id": 3}))
+    assert env.pages.count_documents({"parent": keys[3]}) == 0
+    both(env, "delete_one by an overflowed element", lambda c: c.delete_one({ARRAY: "5-14"}))
+    assert env.pages.count_documents({"parent": keys[5]}) == 0
+    both(env, "delete_many by another field", lambda c: c.delete_many({"g": 0}))
+    for i in (2, 4, 6):
+        assert env.pages.count_documents({"parent": keys[i]}) == 0
+    assert env.pages.count_documents({}) > 0
+    both(env, "delete_many of the rest", lambda c: c.delete_many({}))
+    assert env.pages.count_documents({}) == 0
+
+    both(env, "insert again", lambda c: c.insert_many(copy.deepcopy(docs)))
+    assert OVERFLOW in env.direct.list_collection_names()
+    env.ruled.drop()
+    env.flat.drop()
+    names = env.direct.list_collection_names()
+    assert RULED not in names and OVERFLOW not in names, names
+    assert everything(env.ruled) == []
+
+
+# --------------------------------------------------------------------------
+# 4. Concurrency.
+
+CONCURRENT_THREADS = 8
+CONCURRENT_PUSHES = 200
+CONCURRENT_THRESHOLD = 50
+
+
+def push_concurrently(env, targets: list, label: str) -> tuple[dict, list[str]]:
+    """Thread k pushes its values t<k>-000.. one update_one by _id at a time
+    onto targets[k], through its own client to remold and, directly, onto
+    the flat copy's same document. A WriteConflict refusal (nothing written,
+    remold says so) is sent again, as an application would; counted."""
+    retried = defaultdict(int)
+    errors: list[str] = []
+    start = threading.Barrier(CONCURRENT_THREADS)
+    lock = threading.Lock()
+
+    def run(k: int) -> None:
+        client = env.client()
+        ruled = client.get_database(env.name)[RULED]
+        flat = env.flat
+        try:
+            start.wait()
+            for i in range(CONCURRENT_PUSHES):
+                value = f"t{k}-{i:03d}"
+                for attempt in range(50):
+                    try:
+                        result = ruled.update_one({"_id": targets[k]}, {"$push": {ARRAY: value}})
+                        assert result.matched_count == 1 and result.modified_count == 1, result.raw_result
+                        break
+                    except OperationFailure as exc:
+                        if exc.code != WRITE_CONFLICT or attempt == 49:
+                            raise
+                        with lock:
+                            retried[k] += 1
+                flat.update_one({"_id": targets[k]}, {"$push": {ARRAY: value}})
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            with lock:
+                errors.append(f"thread {k}: {exc!r}")
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(CONCURRENT_THREADS)]
+    began = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"\n{label}: {CONCURRENT_THREADS}x{CONCURRENT_PUSHES} pushes in {time.monotonic() - began:.1f}s, "
+          f"WriteConflict retried {sum(retried.values())} times")
+    return dict(retried), errors
+
+
+def assert_pushed(env, array: list, threads: list[int], what: str) -> None:
+    """`array` holds each value the threads pushed exactly once, each
+    thread's in the order it pushed them."""
+    expected = {f"t{k}-{i:03d}" for k in threads for i in range(CONCURRENT_PUSHES)}
+    assert len(array) == len(expected), f"{what}: {len(array)} elements, expected {len(expected)}"
+    assert set(array) == expected, f"{what}: missing {sorted(expected - set(array))[:10]}, " \
+        f"unexpected {sorted(set(array) - expected)[:10]}"
+    for k in threads:
+        mine = [v for v in array if v.startswith(f"t{k}-")]
+        assert mine == sorted(mine), f"{what}: thread {k}'s values out of order: {mine[:20]}..."
+
+
+def test_concurrent_pushes_onto_one_document(outlier):
+    """8 clients each $push 200 values onto the same document (threshold
+    50): afterwards it holds all 1600 exactly once, each client's in its
+    order, as the flat copy does; the stored form is sound (pages of
+    exactly 50)."""
+    env = outlier(CONCURRENT_THRESHOLD)
+    both(env, "insert", lambda c: c.insert_one(SON([("_id", "hot"), ("title", "hot"), (ARRAY, [])])))
+    retried, errors = push_concurrently(env, ["hot"] * CONCURRENT_THREADS, "one document")
+    assert not errors, "\n".join(errors)
+    threads = list(range(CONCURRENT_THREADS))
+    got = env.ruled.find_one({"_id": "hot"})
+    assert_pushed(env, got[ARRAY], threads, "through remold")
+    assert_pushed(env, env.flat.find_one({"_id": "hot"})[ARRAY], threads, "the flat copy")
+    whole, problems, stored = stored_form(env)
+    assert not problems, "; ".join(problems)
+    assert canon(whole["hot"]) == canon(got)
+    assert stored[0][MARKER]["pages"] == (1600 - CONCURRENT_THRESHOLD) // CONCURRENT_THRESHOLD
+    assert list(got) == list(env.flat.find_one({"_id": "hot"}))
+
+
+def test_concurrent_pushes_onto_several_documents(outlier):
+    """8 clients each $push 200 values onto a document of their own
+    (threshold 50): each document ends as its flat copy, element for
+    element, and the stored form is sound."""
+    env = outlier(CONCURRENT_THRESHOLD)
+    ids = [f"doc{k}" for k in range(CONCURRENT_THREADS)]
+    both(env, "insert", lambda c: c.insert_many([SON([("_id", i), (ARRAY, [])]) for i in ids]))
+    retried, errors = push_concurrently(env, ids, "eight documents")
+    assert not errors, "\n".join(errors)
+    for k, i in enumerate(ids):
+        assert_pushed(env, env.ruled.find_one({"_id": i})[ARRAY], [k], f"{i} through remold")
+    assert_same(env, "the concurrent pushes")
+
+
+# --------------------------------------------------------------------------
+# 5. Past 16 MiB.
+
+BIG_THRESHOLD = 1000
+BIG_BATCH = 1000
+BIG_BATCHES = 400
+BSON_MAX = 16 * 1024 * 1024
+T0 = dt.datetime(2025, 1, 1)
+
+
+def big_batch(b: int) -> list:
+    return [SON([("customer", "c%07d" % i), ("at", T0 + dt.timedelta(seconds=i))])
+            for i in range(b * BIG_BATCH, (b + 1) * BIG_BATCH)]
+
+
+def test_one_document_past_16_mib(outlier):
+    """With threshold 1000, $push $each batches of 1000 elements onto one
+    document through remold until it holds 400,000 (about 19 MiB as one
+    document): no write fails, and the backend holds every element in
+    order (embedded + pages + tail). The same writes sent directly to a
+    plain collection fail once the document would pass 16 MiB (the figure
+    is printed)."""
+    env = outlier(BIG_THRESHOLD)
+    env.ruled.insert_one(SON([("_id", 1), ("title", "bestseller"), (ARRAY, [])]))
+    env.flat.insert_one(SON([("_id", 1), ("title", "bestseller"), (ARRAY, [])]))
+    plain: dict = {}
+
+    def push_plain():
+        try:
+            for b in range(BIG_BATCHES):
+                env.flat.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": big_batch(b)}}})
+                plain["reached"] = (b + 1) * BIG_BATCH
+        except OperationFailure as exc:
+            plain["failed"] = exc
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            plain["error"] = exc
+
+    began = time.monotonic()
+    plain_thread = threading.Thread(target=push_plain)
+    plain_thread.start()
+    failed = []
+    for b in range(BIG_BATCHES):
+        try:
+            result = env.ruled.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": big_batch(b)}}})
+            assert result.matched_count == 1, result.raw_result
+        except OperationFailure as exc:
+            failed.append((b, exc))
+            break
+    remold_seconds = time.monotonic() - began
+    plain_thread.join()
+    total_seconds = time.monotonic() - began
+    assert not failed, f"through remold, batch {failed[0][0]} failed: {failed[0][1]!r}"
+
+    # Counted on the backend, in order.
+    stored = env.stored.find_one({"_id": 1})
+    marker = stored[MARKER]
+    pages = list(env.pages.find({"parent": marker["key"]}).sort("seq", 1))
+    assert [p["seq"] for p in pages] == list(range(marker["pages"]))
+    assert all(len(p["elements"]) <= BIG_THRESHOLD for p in pages)
+    assert len(stored[ARRAY]) == BIG_THRESHOLD
+    customers = [e["customer"] for e in stored[ARRAY]]
+    for p in pages:
+        customers.extend(e["customer"] for e in p["elements"])
+    customers.extend(e["customer"] for e in marker["tail"])
+    expected = BIG_BATCHES * BIG_BATCH
+    assert len(customers) == expected
+    assert customers == ["c%07d" % i for i in range(expected)]
+    whole_size = len(bson.encode(SON([("_id", 1), ("title", "bestseller"),
+                                      (ARRAY, [e for b in range(BIG_BATCHES) for e in big_batch(b)])])))
+    assert whole_size > BSON_MAX
+    # A read that leaves the array out still answers.
+    assert env.ruled.find_one({"_id": 1}, {ARRAY: 0}) == SON([("_id", 1), ("title", "bestseller")])
+
+    assert "error" not in plain, repr(plain.get("error"))
+    exc = plain.get("failed")
+    reached = plain.get("reached", 0)
+    print(f"\nthrough remold: {len(customers)} elements in one document ({whole_size} bytes as one BSON document, {marker['pages']} pages of "
+          f"{BIG_THRESHOLD}, tail {len(marker['tail'])}), {remold_seconds:.1f}s; the plain collection "
+          f"failed after {reached} elements, at the batch taking it to {reached + BIG_BATCH}: "
+          f"{exc.code if exc else None} {str(exc)[:160] if exc else 'did not fail'}; {total_seconds:.1f}s in all")
+    assert exc is not None, f"the plain collection took all {reached} elements in one document"
+    assert 300_000 <= reached < expected
