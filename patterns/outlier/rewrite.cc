@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "patterns/outlier/assembly.h"
 #include "patterns/outlier/writes.h"
 #include "rewrite/count_reply.h"
 #include "rewrite/cursor_reply.h"
@@ -35,12 +36,13 @@ std::optional<Doc> Id(const bson_t* document) {
 
 class OutlierRewriter {
  public:
-  OutlierRewriter(const Command& command, const Rule& rule, const OutlierRule& outlier)
-      : command_(command), rule_(rule), o_(outlier) {}
+  OutlierRewriter(const Command& command, const Rule& rule, const OutlierRule& outlier, const Capabilities& caps)
+      : command_(command), rule_(rule), o_(outlier), caps_(caps) {}
 
   std::optional<Plan> Rewrite() {
     const std::string& name = command_.name;
     if (name == "find") return FindCommand();
+    if (name == "getMore") return GetMore();
     if (name == "aggregate") return Aggregate();
     if (name == "count") return Count();
     if (name == "distinct") return Distinct();
@@ -49,7 +51,7 @@ class OutlierRewriter {
     if (name == "delete") return Delete();
     if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
     if (name == "drop") return Drop();
-    return std::nullopt;  // getMore, the catalog: about the collection as stored
+    return std::nullopt;  // the catalog: about the collection as stored
   }
 
  private:
@@ -217,16 +219,52 @@ class OutlierRewriter {
     return stages;
   }
 
+  // The projection of a find that returns the array whole as sent to the
+  // stored documents, the marker kept (empty: none); nullopt for one that
+  // projects inside the array or computes.
+  std::optional<Doc> ProjectionKeepingMarker(const std::optional<Doc>& projection) const {
+    if (!projection || projection->empty()) return Doc();
+    bool inclusion = false;
+    bson_iter_t it;
+    bson_iter_init(&it, projection->get());
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      if (!BSON_ITER_HOLDS_NUMBER(&it) && !BSON_ITER_HOLDS_BOOL(&it)) return std::nullopt;
+      if (NamesArray(key) && key != o_.array) return std::nullopt;  // inside the array, or the marker
+      if (key != "_id" && bson_iter_as_bool(&it)) inclusion = true;
+    }
+    if (!inclusion) return projection;  // exclusion keeping the array keeps the marker too
+    Doc out = *projection;
+    BSON_APPEND_INT32(out.mut(), kOutlierMarker, 1);
+    return out;
+  }
+
+  // A getMore of a find sent as it is: its documents made whole (those of
+  // an aggregate's cursor, made by the view, hold no marker).
+  std::optional<Plan> GetMore() const {
+    BackendCommand backend;
+    backend.body = command_.body;
+    return WithDocumentsMadeWhole(Forwarded(std::move(backend)), command_, o_, caps_.max_bson_object_size);
+  }
+
   std::optional<Plan> FindCommand() const {
     const bson_t* body = command_.body.get();
     const Doc filter = FindDocument(body, "filter").value_or(Doc());
     std::optional<Doc> sort = FindDocument(body, "sort");
     if (NamesMarker(filter) || (sort && NamesMarker(*sort))) return ImmediateReply(MarkerRefusalReply());
     if (Passes(filter) && (!sort || Passes(*sort))) {
-      if (std::optional<Doc> projection = ProjectionWithoutArray(FindDocument(body, "projection"))) {
+      const std::optional<Doc> projection = FindDocument(body, "projection");
+      if (std::optional<Doc> without = ProjectionWithoutArray(projection)) {
         BackendCommand backend;
-        backend.body = WithDocument(command_.body, "projection", *projection);
+        backend.body = WithDocument(command_.body, "projection", *without);
         return Forwarded(std::move(backend));
+      }
+      // The documents it selects are those stored: read as they are, the
+      // overflowed ones among them made whole after.
+      if (std::optional<Doc> keeping = ProjectionKeepingMarker(projection)) {
+        BackendCommand backend;
+        backend.body = keeping->empty() ? command_.body : WithDocument(command_.body, "projection", *keeping);
+        return WithDocumentsMadeWhole(Forwarded(std::move(backend)), command_, o_, caps_.max_bson_object_size);
       }
     }
     FindPipeline parts;
@@ -587,13 +625,14 @@ class OutlierRewriter {
   const Command& command_;
   const Rule& rule_;
   const OutlierRule& o_;
+  const Capabilities& caps_;
 };
 
 }  // namespace
 
 std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const OutlierRule& outlier,
-                                   const Capabilities&) {
-  std::optional<Plan> plan = OutlierRewriter(command, rule, outlier).Rewrite();
+                                   const Capabilities& caps) {
+  std::optional<Plan> plan = OutlierRewriter(command, rule, outlier, caps).Rewrite();
   if (plan && !plan->immediate_reply) plan->ensure.push_back(EnsurePagesIndex(outlier));
   return plan;
 }

@@ -1108,12 +1108,13 @@ class Outlier(Family):
             u = gen.f.document(r, gen.ids)
             u.pop("_id")
             return op("update", {"update": "c", "updates": [
-                {"q": q, "u": u, "upsert": r.random() < 0.15}]}, "write", kind="write")
+                {"q": {"$and": [{"_id": gen.ids.existing(r)}, q]}, "u": u, "upsert": r.random() < 0.15}]},
+                "write", kind="write")
         else:
             u = {"$addToSet": {a: e}, "$inc": {"pushes": 1}}
         multi = r.random() < 0.7
         upsert = r.random() < 0.08
-        if upsert:
+        if upsert or not multi:  # one document: by _id (which one a filter meets first is unspecified)
             q = {"$and": [{"_id": gen.ids.existing(r)}, q]}
         return op("update", {"update": "c", "updates": [{"q": q, "u": u, "multi": multi, "upsert": upsert}]},
                   "write", kind="write")

@@ -1,0 +1,179 @@
+#include "patterns/outlier/assembly.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "patterns/outlier/stored_form.h"
+#include "rewrite/cursor_reply.h"
+
+namespace remold {
+namespace {
+
+// The documents of a cursor reply's batch (first or next), as iterated.
+std::vector<Doc> Batch(const Doc& reply) {
+  std::optional<Doc> cursor = FindDocument(reply.get(), "cursor");
+  if (!cursor) return {};
+  for (const char* key : {"firstBatch", "nextBatch"})
+    if (auto batch = Find(cursor->get(), key); batch && BSON_ITER_HOLDS_ARRAY(&*batch)) return ArrayDocuments(*batch);
+  return {};
+}
+
+struct Overflowed {
+  Doc key;        // boxed
+  int32_t pages;
+};
+
+std::optional<Overflowed> OverflowOf(const Doc& stored) {
+  std::optional<Doc> marker = FindDocument(stored.get(), kOutlierMarker);
+  if (!marker) return std::nullopt;
+  auto key = Find(marker->get(), "key");
+  auto pages = Find(marker->get(), "pages");
+  if (!key || !pages || !BSON_ITER_HOLDS_INT32(&*pages)) return std::nullopt;
+  return Overflowed{Boxed(*key), bson_iter_int32(&*pages)};
+}
+
+// The pages of one key: seq -> the page document.
+using Pages = std::map<int32_t, Doc>;
+
+// `stored` whole, or nullopt when a page it counts is missing.
+std::optional<Doc> Whole(const OutlierRule& rule, const Doc& stored, const Pages& pages) {
+  std::optional<Overflowed> overflowed = OverflowOf(stored);
+  std::optional<Doc> marker = FindDocument(stored.get(), kOutlierMarker);
+  Doc out;
+  bson_iter_t it;
+  bson_iter_init(&it, stored.get());
+  while (bson_iter_next(&it)) {
+    const std::string_view key = bson_iter_key(&it);
+    if (key == kOutlierMarker) continue;
+    if (key != rule.array || !BSON_ITER_HOLDS_ARRAY(&it)) {
+      AppendValue(out.mut(), key, it);
+      continue;
+    }
+    bson_t array;
+    bson_append_array_begin(out.mut(), rule.array.c_str(), -1, &array);
+    uint32_t index = 0;
+    auto append = [&](const bson_iter_t& values) {
+      ForEachChild(values, [&](std::string_view, const bson_iter_t& value) {
+        AppendValue(&array, std::to_string(index++), value);
+      });
+    };
+    append(it);
+    for (int32_t seq = 0; seq < overflowed->pages; ++seq) {
+      auto page = pages.find(seq);
+      if (page == pages.end()) return std::nullopt;
+      if (auto elements = Find(page->second.get(), "elements"); elements && BSON_ITER_HOLDS_ARRAY(&*elements))
+        append(*elements);
+    }
+    if (auto tail = Find(marker->get(), "tail"); tail && BSON_ITER_HOLDS_ARRAY(&*tail)) append(*tail);
+    bson_append_array_end(out.mut(), &array);
+  }
+  return out;
+}
+
+// The read of the pages the batch's overflowed documents count.
+BackendCommand PagesRead(const Command& client, const OutlierRule& rule, const std::vector<Overflowed>& overflowed) {
+  std::vector<Doc> each;
+  for (const Overflowed& o : overflowed) {
+    Doc clause, below;
+    AppendValue(clause.mut(), "parent", Unboxed(o.key));
+    BSON_APPEND_INT32(below.mut(), "$lt", o.pages);
+    AppendDoc(clause.mut(), "seq", below);
+    each.push_back(std::move(clause));
+  }
+  Doc filter;
+  if (each.size() == 1) filter = each.front();
+  else AppendArray(filter.mut(), "$or", each);
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "find", rule.overflow.collection);
+  AppendDoc(body, "filter", filter);
+  BSON_APPEND_INT32(body, "batchSize", 1 << 30);
+  BSON_APPEND_BOOL(body, "singleBatch", true);
+  SealCommand(client, ArgumentTarget::kRead, rule.overflow.db, body);
+  return read;
+}
+
+struct Assembly {
+  OutlierRule rule;
+  int32_t max_size = 0;
+  bool read_pages = false;
+};
+
+}  // namespace
+
+Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const OutlierRule& rule, int32_t max_bson_object_size) {
+  auto assembly = std::make_shared<Assembly>(Assembly{rule, max_bson_object_size, false});
+  const Command command = client;
+  plan.then = [assembly, command](std::span<const Doc> replies) -> Step {
+    if (!IsOkReply(replies.front())) return Step{};
+    std::vector<Overflowed> overflowed;
+    for (const Doc& stored : Batch(replies.front()))
+      if (std::optional<Overflowed> o = OverflowOf(stored); o && o->pages > 0) overflowed.push_back(std::move(*o));
+    if (overflowed.empty()) return Step{};
+    assembly->read_pages = true;
+    return Step{{PagesRead(command, assembly->rule, overflowed)}, {}};
+  };
+  plan.follow_ups.push_back("the pages of the overflowed documents in the batch are read, and each is made whole");
+  plan.shape = [assembly](std::span<const Doc> replies) -> ShapedReply {
+    const Doc& reply = replies.front();
+    if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}, {}};
+    std::map<std::string, Pages> pages;  // by the key's bytes
+    if (assembly->read_pages) {
+      if (!IsOkReply(replies.back())) return ShapedReply{replies.back(), {}, {}, {}, {}, {}};
+      for (Doc& page : FirstBatch(replies.back())) {
+        auto parent = Find(page.get(), "parent");
+        auto seq = Find(page.get(), "seq");
+        if (!parent || !seq || !BSON_ITER_HOLDS_INT32(&*seq)) continue;
+        const Doc key = Boxed(*parent);
+        pages[std::string(reinterpret_cast<const char*>(key.bytes().data()), key.bytes().size())]
+            .emplace(bson_iter_int32(&*seq), std::move(page));
+      }
+    }
+    std::optional<Doc> refusal;
+    Doc out = RewriteCursorReply(reply, [&](std::string_view key, const bson_iter_t& value, CursorOut cursor) {
+      if ((key != "firstBatch" && key != "nextBatch") || !BSON_ITER_HOLDS_ARRAY(&value)) return false;
+      std::vector<Doc> documents;
+      for (Doc& stored : ArrayDocuments(value)) {
+        if (!Find(stored.get(), kOutlierMarker)) {
+          documents.push_back(std::move(stored));
+          continue;
+        }
+        std::optional<Overflowed> o = OverflowOf(stored);
+        const Pages none;
+        const Pages* of = &none;
+        if (o) {
+          auto found = pages.find(std::string(reinterpret_cast<const char*>(o->key.bytes().data()), o->key.bytes().size()));
+          if (found != pages.end()) of = &found->second;
+        }
+        std::optional<Doc> whole = Whole(assembly->rule, stored, *of);
+        if (!whole) {
+          refusal = ErrorReply(error_codes::kBSONObjectTooLarge,
+                               "outlier rule for " + assembly->rule.logical.full() + ": the documents of this batch "
+                               "are larger together than one reply can carry; read fewer at once (batchSize), or "
+                               "leave '" + assembly->rule.array + "' out");
+          return false;
+        }
+        if (static_cast<int64_t>(whole->bytes().size()) > assembly->max_size) {
+          refusal = ErrorReply(error_codes::kBSONObjectTooLarge,
+                               "outlier rule for " + assembly->rule.logical.full() + ": a document read whole would "
+                               "be " + std::to_string(whole->bytes().size()) + " bytes, more than the " +
+                               std::to_string(assembly->max_size) + " a document may be; leave '" +
+                               assembly->rule.array + "' out of the read");
+          return false;
+        }
+        documents.push_back(std::move(*whole));
+      }
+      AppendArray(cursor.doc, key, documents);
+      return true;
+    });
+    if (refusal) return ShapedReply{*refusal, {}, {}, {}, {}, {}};
+    return ShapedReply{std::move(out), {}, {}, {}, {}, {}};
+  };
+  return plan;
+}
+
+}  // namespace remold
