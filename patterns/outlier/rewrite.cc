@@ -118,9 +118,11 @@ class OutlierRewriter {
   std::vector<Doc> BeforeView(const Doc& filter) const {
     if (filter.empty()) return {};
     if (Passes(filter)) return {Stage("$match", filter)};
-    Doc either, unmarked_and_filter;
-    AppendArray(unmarked_and_filter.mut(), "$and", {UnmarkedFilter(), filter});
-    AppendArray(either.mut(), "$or", {unmarked_and_filter, MarkedFilter()});
+    // The filter is exact on documents without overflow, and selects a part
+    // of the others: every overflowed one goes on to the view (an index
+    // serves each side of the $or).
+    Doc either;
+    AppendArray(either.mut(), "$or", {filter, MarkedFilter()});
     return {Stage("$match", Beside(PassingClauses(filter), either))};
   }
 
@@ -633,7 +635,10 @@ class OutlierRewriter {
 std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const OutlierRule& outlier,
                                    const Capabilities& caps) {
   std::optional<Plan> plan = OutlierRewriter(command, rule, outlier, caps).Rewrite();
-  if (plan && !plan->immediate_reply) plan->ensure.push_back(EnsurePagesIndex(outlier));
+  if (plan && !plan->immediate_reply) {
+    plan->ensure.push_back(EnsureMarkedIndex(outlier));
+    plan->ensure.push_back(EnsurePagesIndex(outlier));
+  }
   return plan;
 }
 

@@ -4,11 +4,12 @@
 //
 // Reads (find, count, distinct, aggregate) of the array, or filtered or
 // sorted on it, run as aggregates over the view (stored_form.h):
-//   [{$match: {<clauses not on the array>, $or: [{<unmarked>, F}, <marked>]}},
+//   [{$match: {<clauses not on the array>, $or: [F, <overflowed>]}},
 //    <view stages>..., {$match: F}, ...]
 // exact for any filter F, with the clauses that keep an index usable at
-// the top. A read that neither returns nor selects by the array is sent as
-// it is: it costs what it costs without the rule.
+// the top. A find that selects and sorts by other fields is sent as it is,
+// its overflowed documents made whole after (assembly.h): documents
+// without overflow cost what they cost without the rule.
 // Writes (writes.h): a $push onto the array of one document by _id appends
 // to the document's tail when it overflowed, as sent otherwise; other
 // writes that change or select by the array first put each overflowed

@@ -116,7 +116,7 @@ MoveAside FlushedTail(const OutlierRule& rule, const Doc& stored) {
 
 }  // namespace
 
-Doc MarkedFilter() { return Json(std::string("{\"") + kOutlierMarker + "\": {\"$exists\": true}}"); }
+Doc MarkedFilter() { return Json(std::string("{\"") + kOutlierMarker + ".key\": {\"$exists\": true}}"); }
 Doc UnmarkedFilter() { return Json(std::string("{\"") + kOutlierMarker + "\": {\"$exists\": false}}"); }
 
 std::vector<Doc> OutlierViewStages(const OutlierRule& rule) {
@@ -162,6 +162,17 @@ BackendCommand EnsurePagesIndex(const OutlierRule& rule) {
   AppendString(body, "createIndexes", rule.overflow.collection);
   AppendArray(body, "indexes", {Json(R"({"key": {"parent": 1, "seq": 1}, "name": "remold_outlier_pages"})")});
   AppendString(body, "$db", rule.overflow.db);
+  command.skip_if_collection_missing = true;
+  return command;
+}
+
+BackendCommand EnsureMarkedIndex(const OutlierRule& rule) {
+  BackendCommand command;
+  bson_t* body = command.body.mut();
+  AppendString(body, "createIndexes", rule.logical.collection);
+  AppendArray(body, "indexes", {Json(std::string(R"({"key": {")") + kOutlierMarker +
+                                     R"(.key": 1}, "name": "remold_outlier_marked", "sparse": true})")});
+  AppendString(body, "$db", rule.logical.db);
   command.skip_if_collection_missing = true;
   return command;
 }

@@ -29,7 +29,8 @@ namespace remold {
 
 inline constexpr const char* kOutlierMarker = "_remold_outlier";
 
-// {_remold_outlier: {$exists: true}} and {... false}.
+// {_remold_outlier.key: {$exists: true}} (EnsureMarkedIndex serves it),
+// and {_remold_outlier: {$exists: false}}.
 Doc MarkedFilter();
 Doc UnmarkedFilter();
 
@@ -59,6 +60,11 @@ MoveAside MovedAside(const OutlierRule& rule, const Doc& stored);
 // finds nothing there in one index probe). Skipped while the collection is
 // missing; the first plan after a page was written builds it.
 BackendCommand EnsurePagesIndex(const OutlierRule& rule);
+
+// The sparse index of the logical collection on the marker's key: the
+// overflowed documents, found without a scan by every read that must look
+// at them whatever its filter says of the array (listIndexes shows it).
+BackendCommand EnsureMarkedIndex(const OutlierRule& rule);
 
 // The key of a marked document, boxed ({v: key}); nullopt when unmarked.
 std::optional<Doc> MarkerKey(const Doc& stored);

@@ -1219,9 +1219,14 @@ class Outlier(Family):
         r = gen.rng
         if r.random() < 0.5:
             return op("find", {"find": "o3", "filter": {}}, "cursor")
-        pipeline = [{"$match": self.element_filter(gen)}, {"$out": "o3"}]
+        if r.random() < 0.5:
+            pipeline = [{"$match": self.element_filter(gen)}, {"$out": "o3"}]
+            return op("aggregate", {"aggregate": "c", "pipeline": pipeline, "cursor": {}}, "cursor",
+                      kind="write", stages=["$out"], capability="out")
+        pipeline = [{"$match": self.element_filter(gen)}, {"$project": {"title": 1, self.ARRAY: 1}},
+                    {"$merge": {"into": "o3", "whenMatched": pick(r, "replace", "merge", "keepExisting")}}]
         return op("aggregate", {"aggregate": "c", "pipeline": pipeline, "cursor": {}}, "cursor",
-                  kind="write", stages=["$out"], capability="out")
+                  kind="write", stages=["$merge"], capability="merge")
 
     def marker(self, gen):
         """Operations naming the marker field: a write is refused (2), a read
@@ -1245,10 +1250,12 @@ class Outlier(Family):
                   kind="write")
 
     def unique_index(self, gen):
-        """A unique index on the array: MongoDB holds every element of every document in it."""
+        """A unique index on the array: MongoDB holds every element of every
+        document in it (beside the title, it builds on the seeded documents)."""
         from .generator import op
         r = gen.rng
-        key = pick(r, {self.ARRAY: 1}, {f"{self.ARRAY}.u": 1})
+        key = pick(r, {"title": 1, self.ARRAY: 1}, {"title": 1, self.ARRAY: 1}, {self.ARRAY: 1},
+                   {f"{self.ARRAY}.u": 1})
         name = "_".join(key) + "_u"
         return op("createIndexes", {"createIndexes": "c", "indexes": [{"key": key, "name": name, "unique": True}]},
                   "ok", kind="write")
