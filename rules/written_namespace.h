@@ -30,6 +30,9 @@ struct WrittenNamespace {
     std::string constraint;
   };
   std::optional<Share> share;
+  // Set when the rule owns every document there (an outlier's pages): no
+  // other rule may write the collection at all.
+  bool exclusive = false;
 };
 
 }  // namespace remold

@@ -296,6 +296,14 @@ class OutlierRewriter {
         return std::nullopt;
       // Must stay first; the documents they produce are made whole after.
       if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+        // $geoNear's query runs on the documents as stored, before the view.
+        std::optional<Doc> spec = FindDocument(stages[0].get(), stage);
+        std::optional<Doc> query = spec ? FindDocument(spec->get(), "query") : std::nullopt;
+        if (query && NamesMarker(*query)) return ImmediateReply(MarkerRefusalReply());
+        if (query && !Passes(*query))
+          return Refuse(error_codes::kInvalidOptions,
+                        "a $geoNear query on '" + o_.array + "' would miss the elements stored aside; put that "
+                        "condition in a $match after the $geoNear");
         pipeline.push_back(stages[0]);
         i = 1;
       }

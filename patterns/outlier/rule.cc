@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <string>
 
 #include "rules/file_context.h"
@@ -25,12 +26,14 @@ OutlierRule OutlierRule::Parse(const FileContext& ctx, const YAML::Node& o, cons
   });
   ctx.Step([&] {
     YAML::Node t = o["threshold"];
-    if (!t) ctx.Fail(o, "'outlier' has no 'threshold', expected how many elements a document keeps (1.." +
-                            std::to_string(kMaxThreshold) + ")");
+    const std::string range = std::to_string(1) + ".." + std::to_string(kMaxThreshold);
+    if (!t) ctx.Fail(o, "'outlier' has no 'threshold', expected how many elements a document keeps (" + range + ")");
     if (TypeOf(t) != YamlType::kInt) ctx.Fail(t, "'threshold' is " + Found(t) + ", expected an integer");
-    const long long threshold = t.as<long long>();
-    if (threshold < 1 || threshold > kMaxThreshold)
-      ctx.Fail(t, "'threshold' is " + std::to_string(threshold) + ", expected 1.." + std::to_string(kMaxThreshold));
+    int64_t threshold = 0;
+    const std::string& text = t.Scalar();
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), threshold);
+    if (ec != std::errc() || end != text.data() + text.size() || threshold < 1 || threshold > kMaxThreshold)
+      ctx.Fail(t, "'threshold' is " + text + ", expected " + range);
     rule.threshold = static_cast<int32_t>(threshold);
   });
   ctx.Step([&] {
@@ -44,10 +47,13 @@ OutlierRule OutlierRule::Parse(const FileContext& ctx, const YAML::Node& o, cons
 }
 
 std::vector<WrittenNamespace> OutlierRule::Writes() const {
-  return {WrittenNamespace{overflow, [overflow = overflow](std::string_view) {
+  WrittenNamespace written{overflow, [overflow = overflow](std::string_view) {
                              return "overflow collection '" + overflow.full() +
                                     "' is itself the logical namespace of a rule, expected a plain collection";
-                           }}};
+                           }};
+  // Its pages are found by key alone, and dropped with the collection.
+  written.exclusive = true;
+  return {written};
 }
 
 std::string OutlierRule::Describe() const {
