@@ -98,6 +98,7 @@ BackendCommand PagesRead(const Command& client, const OutlierRule& rule, const s
 }
 
 struct Assembly {
+  std::string rule_name;
   OutlierRule rule;
   int32_t max_size = 0;
   bool read_pages = false;
@@ -105,8 +106,9 @@ struct Assembly {
 
 }  // namespace
 
-Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const OutlierRule& rule, int32_t max_bson_object_size) {
-  auto assembly = std::make_shared<Assembly>(Assembly{rule, max_bson_object_size, false});
+Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string& rule_name, const OutlierRule& rule,
+                            int32_t max_bson_object_size) {
+  auto assembly = std::make_shared<Assembly>(Assembly{rule_name, rule, max_bson_object_size, false});
   const Command command = client;
   plan.then = [assembly, command](std::span<const Doc> replies) -> Step {
     if (!IsOkReply(replies.front())) return Step{};
@@ -152,14 +154,15 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const OutlierRule&
         std::optional<Doc> whole = Whole(assembly->rule, stored, *of);
         if (!whole) {
           refusal = ErrorReply(error_codes::kBSONObjectTooLarge,
-                               "outlier rule for " + assembly->rule.logical.full() + ": the documents of this batch "
-                               "are larger together than one reply can carry; read fewer at once (batchSize), or "
-                               "leave '" + assembly->rule.array + "' out");
+                               "outlier rule '" + assembly->rule_name + "' for " + assembly->rule.logical.full() +
+                               ": the pages of this batch's documents did not all come back in one reply (they are "
+                               "larger together than a reply can carry); read fewer at once (batchSize), or leave '" +
+                               assembly->rule.array + "' out");
           return false;
         }
         if (static_cast<int64_t>(whole->bytes().size()) > assembly->max_size) {
           refusal = ErrorReply(error_codes::kBSONObjectTooLarge,
-                               "outlier rule for " + assembly->rule.logical.full() + ": a document read whole would "
+                               "outlier rule '" + assembly->rule_name + "' for " + assembly->rule.logical.full() + ": a document read whole would "
                                "be " + std::to_string(whole->bytes().size()) + " bytes, more than the " +
                                std::to_string(assembly->max_size) + " a document may be; leave '" +
                                assembly->rule.array + "' out of the read");

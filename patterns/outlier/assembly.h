@@ -12,6 +12,8 @@
 // MongoDB could not have returned it.
 #pragma once
 
+#include <string>
+
 #include "common/doc.h"
 #include "patterns/outlier/rule.h"
 #include "rewrite/command.h"
@@ -21,6 +23,7 @@ namespace remold {
 
 // `plan`, one command whose reply is a cursor reply of stored documents,
 // with its documents made whole before the client gets them.
-Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const OutlierRule& rule, int32_t max_bson_object_size);
+Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string& rule_name, const OutlierRule& rule,
+                            int32_t max_bson_object_size);
 
 }  // namespace remold

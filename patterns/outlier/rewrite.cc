@@ -107,7 +107,7 @@ class OutlierRewriter {
   Doc MarkerRefusalReply() const {
     return ErrorReply(error_codes::kBadValue,
                       Who() + ": '" + kOutlierMarker + "' is where remold keeps the overflow of '" + o_.array +
-                          "'; a document cannot have it, a write cannot name it");
+                          "'; no document, filter, update, sort or projection may name it");
   }
 
   // --- Reads ---------------------------------------------------------------
@@ -246,7 +246,7 @@ class OutlierRewriter {
   std::optional<Plan> GetMore() const {
     BackendCommand backend;
     backend.body = command_.body;
-    return WithDocumentsMadeWhole(Forwarded(std::move(backend)), command_, o_, caps_.max_bson_object_size);
+    return WithDocumentsMadeWhole(Forwarded(std::move(backend)), command_, rule_.name, o_, caps_.max_bson_object_size);
   }
 
   std::optional<Plan> FindCommand() const {
@@ -266,7 +266,7 @@ class OutlierRewriter {
       if (std::optional<Doc> keeping = ProjectionKeepingMarker(projection)) {
         BackendCommand backend;
         backend.body = keeping->empty() ? command_.body : WithDocument(command_.body, "projection", *keeping);
-        return WithDocumentsMadeWhole(Forwarded(std::move(backend)), command_, o_, caps_.max_bson_object_size);
+        return WithDocumentsMadeWhole(Forwarded(std::move(backend)), command_, rule_.name, o_, caps_.max_bson_object_size);
       }
     }
     FindPipeline parts;
@@ -353,6 +353,25 @@ class OutlierRewriter {
   }
 
   // --- Writes --------------------------------------------------------------
+
+  // The one collation of the statements whose documents are read before the
+  // write (the read runs under one): set from the first, a refusal for a
+  // later statement with another.
+  struct ReadCollation {
+    bool set = false;
+    std::optional<Doc> value;
+  };
+  std::optional<Plan> SameCollation(ReadCollation& read, const Doc& statement) const {
+    std::optional<Doc> collation = FindDocument(statement.get(), "collation");
+    if (!read.set) {
+      read = {true, collation};
+      return std::nullopt;
+    }
+    if (read.value == collation) return std::nullopt;
+    return Refuse(error_codes::kInvalidOptions,
+                  "statements selecting by '" + o_.array + "' or changing it with different collations in one "
+                  "command: send them in separate commands");
+  }
 
   // The number of elements of the array `document` holds as written (-1:
   // not an array).
@@ -513,7 +532,7 @@ class OutlierRewriter {
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update needs an 'updates' array"));
     const std::vector<Doc> statements = ArrayDocuments(*updates);
     std::vector<Doc> sent, fold_filters, selecting;
-    std::optional<Doc> collation;
+    ReadCollation read_collation;
     bool rewritten = false;
     for (const Doc& statement : statements) {
       const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
@@ -536,7 +555,7 @@ class OutlierRewriter {
           return OutlierAppendPlan(command_, rule_.name, o_, statement, filter, *tail, PushedCount(update));
       }
       fold_filters.push_back(filter);
-      if (!collation) collation = FindDocument(statement.get(), "collation");
+      if (std::optional<Plan> refused = SameCollation(read_collation, statement)) return refused;
       Doc selects = PassingClauses(filter);
       if (!selects.empty()) selecting.push_back(std::move(selects));
       sent.push_back(WithDocument(statement, "q", Beside(filter, UnmarkedFilter())));
@@ -544,7 +563,7 @@ class OutlierRewriter {
     if (!rewritten) return std::nullopt;
     OutlierWrite write;
     write.fold_filters = std::move(fold_filters);
-    write.collation = collation;
+    write.collation = read_collation.value;
     bson_copy_to_excluding_noinit(command_.body.get(), write.write.body.mut(), "updates", nullptr);
     write.write.sequence_id = "updates";
     write.write.sequence = std::move(sent);
@@ -557,11 +576,11 @@ class OutlierRewriter {
     if (!deletes || !BSON_ITER_HOLDS_ARRAY(&*deletes))
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "delete needs a 'deletes' array"));
     std::vector<Doc> sent, fold_filters, keyed;
-    std::optional<Doc> collation;
+    ReadCollation read_collation;
     for (const Doc& statement : ArrayDocuments(*deletes)) {
       const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
       if (NamesMarker(filter)) return ImmediateReply(MarkerRefusalReply());
-      if (!collation) collation = FindDocument(statement.get(), "collation");
+      if (std::optional<Plan> refused = SameCollation(read_collation, statement)) return refused;
       if (Passes(filter)) {
         // Deleted as sent; the pages of what it deletes go after it.
         keyed.push_back(filter);
@@ -573,7 +592,7 @@ class OutlierRewriter {
     }
     OutlierWrite write;
     write.fold_filters = std::move(fold_filters);
-    write.collation = collation;
+    write.collation = read_collation.value;
     if (!keyed.empty()) {
       Doc any;
       if (keyed.size() == 1) any = keyed.front();

@@ -30,7 +30,7 @@ struct OutlierRule {
 
   Namespace logical;   // for example shop.books
   std::string array;   // a top-level array field, for example buyers
-  int32_t threshold = 1000;
+  int32_t threshold = 0;  // required: 1..kMaxThreshold
   Namespace overflow;  // for example shop.books_overflow
 
   static constexpr std::string_view kName = "outlier";

@@ -24,6 +24,9 @@ constexpr int kMaxFoldRounds = 20;
 // delete (the rest of their pages are left, never read).
 constexpr int64_t kMoveAsideBatch = 100;
 constexpr int64_t kKeysBatch = 1000;
+// How long the pages of a retired key stay, for readers that read the
+// document naming it before it was rewritten.
+constexpr int64_t kRetiredForMs = 60'000;
 // Where the fold's read keeps each document as stored.
 constexpr const char* kStoredField = "_remold_stored";
 
@@ -60,15 +63,22 @@ std::string Who(const Flow& f) { return "outlier rule '" + f.rule_name + "' for 
 
 bool HasWriteErrors(const Doc& reply) { return Find(reply.get(), "writeErrors").has_value(); }
 
-std::optional<std::string> FirstWriteError(const Doc& reply) {
+struct WriteError {
+  int code = 0;
+  std::string message;
+};
+
+std::optional<WriteError> FirstWriteError(const Doc& reply) {
   auto errors = Find(reply.get(), "writeErrors");
   if (!errors || !BSON_ITER_HOLDS_ARRAY(&*errors)) return std::nullopt;
-  for (const Doc& error : ArrayDocuments(*errors)) {
-    std::string text = FindString(error.get(), "errmsg").value_or("");
-    return std::to_string(FindInteger(error.get(), "code").value_or(0)) + " " + text;
-  }
+  for (const Doc& error : ArrayDocuments(*errors))
+    return WriteError{static_cast<int>(FindInteger(error.get(), "code").value_or(0)),
+                      FindString(error.get(), "errmsg").value_or("")};
   return std::nullopt;
 }
+
+// The codes of a document larger than a BSON document may be.
+bool TooLarge(int code) { return code == 10334 || code == 17419 || code == 17420 || code == 10329; }
 
 // {<field>: {$in: [the boxed values]}}.
 Doc ValuesIn(const std::string& field, const std::vector<Doc>& boxed) {
@@ -199,21 +209,27 @@ Step Fold(const FlowPtr& f) {
                   f->refusal = ErrorReply(
                       error_codes::kConflictingOperationInProgress,
                       Who(*f) + ": the overflowed documents this write matches, which it stores whole first, were "
-                      "not all stored whole in " + std::to_string(kMaxFoldRounds) + " rounds (they keep changing); "
-                      "the write did not run, send it again");
+                      "not all stored whole in " + std::to_string(kMaxFoldRounds) + " rounds of " +
+                      std::to_string(kFoldBatch) + " (more of them, or some that keep changing); those stored whole "
+                      "stay so, the write did not run: send it again");
                   return Step{};
                 }
                 BackendCommand update = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.logical,
                                                       false, std::move(statements));
                 return Step{{std::move(update)}, [f](std::span<const Doc> replies) -> Step {
                               if (auto error = FirstWriteError(replies.back())) {
-                                f->refusal = ErrorReply(
-                                    error_codes::kBSONObjectTooLarge,
-                                    Who(*f) + ": this write needs the whole '" + f->rule.array +
-                                        "' of a document whose overflow is stored aside in one document, and that "
-                                        "failed (" + *error + "); only a $push onto one document by _id, reads that "
-                                        "leave the array out, and deletes reach a document larger than 16 MiB; the "
-                                        "write did not run");
+                                if (TooLarge(error->code))
+                                  f->refusal = ErrorReply(
+                                      error_codes::kBSONObjectTooLarge,
+                                      Who(*f) + ": this write needs the whole '" + f->rule.array +
+                                          "' of a document whose overflow is stored aside in one document, and it "
+                                          "is larger than a document may be (" + error->message + "); a document "
+                                          "that large takes a $push by _id, reads that leave the array out, and "
+                                          "deletes not filtering on the array; the write did not run");
+                                else
+                                  f->refusal = ErrorReply(error->code, "",
+                                                          Who(*f) + ": storing a document whole before this write "
+                                                          "failed (" + error->message + "); the write did not run");
                                 return Step{};
                               }
                               return Fold(f);
@@ -221,7 +237,13 @@ Step Fold(const FlowPtr& f) {
               }};
 }
 
-// Step 5: the pages of keys no document names any more.
+// Step 5: keys no document names any more are retired, and the pages of
+// keys retired more than kRetiredFor ago are deleted. A reader that read a
+// document naming a key just before a write stored it whole still finds
+// its pages (a key names one state of one document: it is never named
+// again once retired).
+Step SweepRetired(const FlowPtr& f);
+
 Step Cleanup(const FlowPtr& f) {
   if (f->keys.empty()) return Step{};
   BackendCommand alive = FindCommand(*f, f->rule.logical, ValuesIn(MarkerPath("key"), f->keys),
@@ -232,20 +254,65 @@ Step Cleanup(const FlowPtr& f) {
                 std::vector<Doc> named;
                 for (const Doc& document : FirstBatch(replies.back()))
                   if (auto key = MarkerKey(document)) named.push_back(std::move(*key));
-                std::vector<Doc> unnamed;
-                for (const Doc& key : f->keys)
-                  if (std::find(named.begin(), named.end(), key) == named.end()) unnamed.push_back(key);
-                if (unnamed.empty()) return Step{};
+                std::vector<Doc> retire;
+                for (const Doc& key : f->keys) {
+                  if (std::find(named.begin(), named.end(), key) != named.end()) continue;
+                  Doc id, statement, update, set, now;
+                  AppendValue(id.mut(), "retired", Unboxed(key));
+                  Doc q;
+                  AppendDoc(q.mut(), "_id", id);
+                  BSON_APPEND_BOOL(set.mut(), "parent", false);
+                  AppendValue(set.mut(), "retired", Unboxed(key));
+                  BSON_APPEND_BOOL(now.mut(), "at", true);
+                  AppendDoc(update.mut(), "$set", set);
+                  AppendDoc(update.mut(), "$currentDate", now);
+                  AppendDoc(statement.mut(), "q", q);
+                  AppendDoc(statement.mut(), "u", update);
+                  BSON_APPEND_BOOL(statement.mut(), "upsert", true);
+                  retire.push_back(std::move(statement));
+                }
+                if (retire.empty()) return Step{};
+                BackendCommand write = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.overflow,
+                                                     false, std::move(retire));
+                write.may_fail = true;
+                return Step{{std::move(write)}, [f](std::span<const Doc>) { return SweepRetired(f); }};
+              }};
+}
+
+Step SweepRetired(const FlowPtr& f) {
+  BackendCommand read = FindCommand(*f, f->rule.overflow, Json(R"({"parent": false, "retired": {"$exists": true}})"),
+                                    Json(R"({"retired": 1, "at": 1})"), kKeysBatch);
+  read.may_fail = true;
+  return Step{{std::move(read)}, [f](std::span<const Doc> replies) -> Step {
+                if (!IsOkReply(replies.back())) return Step{};
+                // The backend's clock: the latest retirement is this write's.
+                const std::vector<Doc> retired = FirstBatch(replies.back());
+                int64_t latest = INT64_MIN;
+                for (const Doc& r : retired)
+                  if (auto at = Find(r.get(), "at"); at && BSON_ITER_HOLDS_DATE_TIME(&*at))
+                    latest = std::max(latest, bson_iter_date_time(&*at));
+                std::vector<Doc> keys, ids;
+                for (const Doc& r : retired) {
+                  auto at = Find(r.get(), "at");
+                  auto key = Find(r.get(), "retired");
+                  if (!at || !BSON_ITER_HOLDS_DATE_TIME(&*at) || !key) continue;
+                  if (bson_iter_date_time(&*at) > latest - kRetiredForMs) continue;
+                  keys.push_back(Boxed(*key));
+                  if (auto id = Find(r.get(), "_id")) ids.push_back(Boxed(*id));
+                }
+                if (keys.empty()) return Step{};
                 BackendCommand remove;
                 bson_t* body = remove.body.mut();
                 AppendString(body, "delete", f->rule.overflow.collection);
-                Doc statement;
-                AppendDoc(statement.mut(), "q", ValuesIn("parent", unnamed));
-                BSON_APPEND_INT32(statement.mut(), "limit", 0);
-                BSON_APPEND_BOOL(body, "ordered", false);
+                Doc pages, markers;
+                AppendDoc(pages.mut(), "q", ValuesIn("parent", keys));
+                BSON_APPEND_INT32(pages.mut(), "limit", 0);
+                AppendDoc(markers.mut(), "q", ValuesIn("_id", ids));
+                BSON_APPEND_INT32(markers.mut(), "limit", 0);
+                BSON_APPEND_BOOL(body, "ordered", true);
                 SealCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.overflow.db, body);
                 remove.sequence_id = "deletes";
-                remove.sequence = {std::move(statement)};
+                remove.sequence = {std::move(pages), std::move(markers)};
                 remove.may_fail = true;
                 return Step{{std::move(remove)}, {}};
               }};
