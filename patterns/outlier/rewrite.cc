@@ -568,6 +568,23 @@ class OutlierRewriter {
     write.write.sequence_id = "updates";
     write.write.sequence = std::move(sent);
     write.written = WrittenBy(std::move(selecting));
+    if (statements.size() == 1 && write.fold_filters.size() == 1 &&
+        !FindBool(statements.front().get(), "multi").value_or(false)) {
+      // One document: pinned to the one the filter selects (writes.h).
+      const Doc body = write.write.body;
+      const Doc statement = write.write.sequence.front();
+      const Doc guarded = FindDocument(statement.get(), "q").value_or(Doc());
+      write.pinned = [body, statement, guarded](const Doc& id) {
+        Doc no;
+        BSON_APPEND_BOOL(no.mut(), "v", false);
+        BackendCommand pinned;
+        pinned.body = body;
+        pinned.sequence_id = "updates";
+        pinned.sequence = {WithField(WithDocument(statement, "q", Beside(guarded, id)), "upsert", Unboxed(no))};
+        return pinned;
+      };
+      write.matched = [](const Doc& reply) { return FindInteger(reply.get(), "n").value_or(0) > 0; };
+    }
     return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
   }
 
@@ -602,6 +619,21 @@ class OutlierRewriter {
     bson_copy_to_excluding_noinit(command_.body.get(), write.write.body.mut(), "deletes", nullptr);
     write.write.sequence_id = "deletes";
     write.write.sequence = std::move(sent);
+    if (write.write.sequence.size() == 1 && write.fold_filters.size() == 1 &&
+        FindInteger(write.write.sequence.front().get(), "limit").value_or(0) == 1) {
+      // One document: pinned to the one the filter selects (writes.h).
+      const Doc body = write.write.body;
+      const Doc statement = write.write.sequence.front();
+      const Doc guarded = FindDocument(statement.get(), "q").value_or(Doc());
+      write.pinned = [body, statement, guarded](const Doc& id) {
+        BackendCommand pinned;
+        pinned.body = body;
+        pinned.sequence_id = "deletes";
+        pinned.sequence = {WithDocument(statement, "q", Beside(guarded, id))};
+        return pinned;
+      };
+      write.matched = [](const Doc& reply) { return FindInteger(reply.get(), "n").value_or(0) > 0; };
+    }
     return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
   }
 
@@ -628,6 +660,21 @@ class OutlierRewriter {
         }
       if (std::optional<Doc> value = FindDocument(reply.get(), "value")) return Id(value->get());
       return std::nullopt;
+    };
+    // Pinned to the one document it selects (writes.h), in its sort order.
+    write.sort = FindDocument(body, "sort");
+    const Doc sent = write.write.body;
+    write.pinned = [sent](const Doc& id) {
+      Doc no;
+      BSON_APPEND_BOOL(no.mut(), "v", false);
+      BackendCommand pinned;
+      pinned.body = WithField(WithDocument(sent, "query", Beside(FindDocument(sent.get(), "query").value_or(Doc()), id)),
+                              "upsert", Unboxed(no));
+      return pinned;
+    };
+    write.matched = [](const Doc& reply) {
+      std::optional<Doc> last = FindDocument(reply.get(), "lastErrorObject");
+      return last && FindInteger(last->get(), "n").value_or(0) > 0;
     };
     return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
   }

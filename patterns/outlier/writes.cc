@@ -47,6 +47,7 @@ struct Flow {
   std::vector<Doc> keys;  // boxed keys whose pages may be left unnamed
   std::optional<size_t> client_reply;
   std::optional<Doc> refusal;
+  std::optional<Doc> pinned_id;  // {_id: ...} of the one document a write of one document writes
 };
 using FlowPtr = std::shared_ptr<Flow>;
 
@@ -114,6 +115,20 @@ Step MoveAsideWritten(const FlowPtr& f, const Doc& client_reply);
 
 // Step 3: the client's write.
 Step ClientWrite(const FlowPtr& f) {
+  if (f->write.pinned && f->pinned_id) {
+    return Step{{f->write.pinned(*f->pinned_id)}, [f](std::span<const Doc> replies) -> Step {
+                  f->client_reply = replies.size() - 1;
+                  const Doc& reply = replies.back();
+                  if (IsOkReply(reply) && !HasWriteErrors(reply) && !f->write.matched(reply)) {
+                    f->refusal = ErrorReply(error_codes::kWriteConflict,
+                                            Who(*f) + ": the document this write selected changed before it was "
+                                            "written (another write moved its '" + f->rule.array + "'); nothing was "
+                                            "written, send the write again");
+                    return Step{};
+                  }
+                  return MoveAsideWritten(f, reply);
+                }};
+  }
   return Step{{f->write.write}, [f](std::span<const Doc> replies) {
                 f->client_reply = replies.size() - 1;
                 return MoveAsideWritten(f, replies.back());
@@ -157,13 +172,25 @@ BackendCommand FoldRead(const Flow& f) {
   }
   std::vector<Doc> pipeline;
   Doc match = MarkedFilter();
-  if (every_filter_selects) {
+  if (f.write.pinned) {
+    // The one document the filter selects, in either form: those it
+    // selects as stored, and every overflowed one.
+    if (nonempty.empty()) {
+      match = Doc();
+    } else if (Beside(nonempty.front(), Doc()) == selecting.front()) {
+      match = nonempty.front();  // it names no part of the array: it selects the same stored
+    } else {
+      Doc either;
+      AppendArray(either.mut(), "$or", {nonempty.front(), MarkedFilter()});
+      match = Beside(selecting.front(), either);
+    }
+  } else if (every_filter_selects) {
     Doc either;
     if (selecting.size() == 1) either = selecting.front();
     else AppendArray(either.mut(), "$or", selecting);
     match = Beside(either, match);
   }
-  pipeline.push_back(Stage("$match", match));
+  if (!match.empty()) pipeline.push_back(Stage("$match", match));
   pipeline.push_back(Json(std::string(R"({"$addFields": {")") + kStoredField + R"(": "$$ROOT"}})"));
   for (Doc& stage : OutlierViewStages(f.rule)) pipeline.push_back(std::move(stage));
   if (!matches_all) {
@@ -172,8 +199,9 @@ BackendCommand FoldRead(const Flow& f) {
     else AppendArray(any.mut(), "$or", nonempty);
     pipeline.push_back(Stage("$match", any));
   }
+  if (f.write.pinned && f.write.sort && !f.write.sort->empty()) pipeline.push_back(Stage("$sort", *f.write.sort));
   Doc limit;
-  BSON_APPEND_INT64(limit.mut(), "$limit", kFoldBatch);
+  BSON_APPEND_INT64(limit.mut(), "$limit", f.write.pinned ? 1 : kFoldBatch);
   pipeline.push_back(std::move(limit));
   BackendCommand read;
   bson_t* body = read.body.mut();
@@ -193,10 +221,20 @@ Step Fold(const FlowPtr& f) {
   if (f->write.fold_filters.empty()) return KeyRead(f);
   return Step{{FoldRead(*f)}, [f](std::span<const Doc> replies) -> Step {
                 std::vector<Doc> statements;
+                f->pinned_id.reset();
                 for (const Doc& whole : FirstBatch(replies.back())) {
                   std::optional<Doc> stored = FindDocument(whole.get(), kStoredField);
                   if (!stored) continue;
-                  if (auto key = MarkerKey(*stored)) f->keys.push_back(std::move(*key));
+                  if (f->write.pinned) {
+                    auto id = Find(stored->get(), "_id");
+                    if (!id) continue;
+                    Doc pinned;
+                    AppendValue(pinned.mut(), "_id", *id);
+                    f->pinned_id = std::move(pinned);
+                  }
+                  std::optional<Doc> key = MarkerKey(*stored);
+                  if (!key) continue;  // whole already (one document's read finds either form)
+                  f->keys.push_back(std::move(*key));
                   Doc document;
                   bson_copy_to_excluding_noinit(whole.get(), document.mut(), kStoredField, nullptr);
                   Doc statement;

@@ -15,6 +15,9 @@
 //      are deleted.
 // Steps 4 and 5 may fail without failing the client's write: a document
 // left whole is read right, and pages no document names are never read.
+// A write of one document is pinned to it (OutlierWrite::pinned): another
+// write moving its overflow aside between steps 1 and 3 makes it refused
+// (WriteConflict), never passed by.
 //
 // OutlierAppendPlan: a $push onto the array of the one document a filter
 // pins by _id. The document's form is read; the push runs once, on that
@@ -43,6 +46,17 @@ struct OutlierWrite {
   // The documents that may need their overflow moved aside after the
   // write, from its reply; nullopt: none.
   std::function<std::optional<Doc>(const Doc& reply)> written;
+  // Set for a write of one document (one statement of limit 1 or multi
+  // false, or a findAndModify): step 1 reads the one document its filter
+  // (fold_filters, one) selects, in `sort` order, in whichever form, and
+  // stores it whole when it overflowed; the write is then sent as
+  // `pinned` makes it of {_id: <that document's>}, and a write that then
+  // matches nothing (`matched` says from its reply) is refused with
+  // WriteConflict: the document changed in between, nothing was written.
+  // With no document found, `write` is sent (an upsert may insert).
+  std::function<BackendCommand(const Doc& id)> pinned;
+  std::function<bool(const Doc& reply)> matched;
+  std::optional<Doc> sort;
 };
 
 Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write);
