@@ -48,13 +48,15 @@ Doc PageUpsert(const OutlierRule& rule, const bson_iter_t& key, int32_t seq, con
 
 // An unmarked document with more than `threshold` elements: its first
 // `threshold` stay, full pages of the rest go aside, what is left is the tail.
-MoveAside SpilledDocument(const OutlierRule& rule, const Doc& stored, const bson_iter_t& array) {
+MoveAside SpilledDocument(const OutlierRule& rule, const Doc& stored, const bson_iter_t& array,
+                          std::span<const uint8_t> writer) {
   const std::vector<bson_iter_t> values = Elements(array);
   const size_t n = static_cast<size_t>(rule.threshold);
   if (values.size() <= n) return {};
   Doc key_holder;
-  AppendDerivedId(key_holder.mut(), "key",
-                  std::string_view(reinterpret_cast<const char*>(stored.bytes().data()), stored.bytes().size()));
+  std::string seed(reinterpret_cast<const char*>(stored.bytes().data()), stored.bytes().size());
+  seed.append(reinterpret_cast<const char*>(writer.data()), writer.size());
+  AppendDerivedId(key_holder.mut(), "key", seed);
   bson_iter_t key;
   bson_iter_init_find(&key, key_holder.get(), "key");
   MoveAside out;
@@ -149,11 +151,11 @@ Doc NeedsMovingAsideFilter(const OutlierRule& rule) {
               R"(: {"$exists": true}}]})");
 }
 
-MoveAside MovedAside(const OutlierRule& rule, const Doc& stored) {
+MoveAside MovedAside(const OutlierRule& rule, const Doc& stored, std::span<const uint8_t> writer) {
   if (Find(stored.get(), kOutlierMarker)) return FlushedTail(rule, stored);
   auto array = Find(stored.get(), rule.array);
   if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return {};
-  return SpilledDocument(rule, stored, *array);
+  return SpilledDocument(rule, stored, *array, writer);
 }
 
 BackendCommand EnsurePagesIndex(const OutlierRule& rule) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,11 @@ struct MoveAside {
   std::vector<Doc> pages;         // replacement upserts ({q, u, upsert}) on the overflow collection
   std::optional<Doc> document;    // the update statement ({q, u}) on the logical collection
 };
-MoveAside MovedAside(const OutlierRule& rule, const Doc& stored);
+// A new key is derived from the document as stored and `writer`, the
+// bytes of the client command whose write led here (its session and
+// txnNumber among them): the same state written by another command gets
+// another key, and a retried command writes the same pages again.
+MoveAside MovedAside(const OutlierRule& rule, const Doc& stored, std::span<const uint8_t> writer);
 
 // The index of the overflow collection on `parent`, which the view's
 // $lookup uses (for every document read through it: one without overflow

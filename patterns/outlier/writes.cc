@@ -281,6 +281,7 @@ Step Fold(const FlowPtr& f) {
 // its pages (a key names one state of one document: it is never named
 // again once retired).
 Step SweepRetired(const FlowPtr& f);
+Step DeletePages(const FlowPtr& f, const std::vector<Doc>& keys, const std::vector<Doc>& ids);
 
 Step Cleanup(const FlowPtr& f) {
   if (f->keys.empty()) return Step{};
@@ -339,21 +340,45 @@ Step SweepRetired(const FlowPtr& f) {
                   if (auto id = Find(r.get(), "_id")) ids.push_back(Boxed(*id));
                 }
                 if (keys.empty()) return Step{};
-                BackendCommand remove;
-                bson_t* body = remove.body.mut();
-                AppendString(body, "delete", f->rule.overflow.collection);
-                Doc pages, markers;
-                AppendDoc(pages.mut(), "q", ValuesIn("parent", keys));
-                BSON_APPEND_INT32(pages.mut(), "limit", 0);
-                AppendDoc(markers.mut(), "q", ValuesIn("_id", ids));
-                BSON_APPEND_INT32(markers.mut(), "limit", 0);
-                BSON_APPEND_BOOL(body, "ordered", true);
-                SealCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.overflow.db, body);
-                remove.sequence_id = "deletes";
-                remove.sequence = {std::move(pages), std::move(markers)};
-                remove.may_fail = true;
-                return Step{{std::move(remove)}, {}};
+                // A key is derived from a document's state and the command
+                // that wrote it: named again (the same state written again
+                // by the same command), its pages stay.
+                BackendCommand named = FindCommand(*f, f->rule.logical, ValuesIn(MarkerPath("key"), keys),
+                                                   Json("{\"" + MarkerPath("key") + "\": 1, \"_id\": 0}"), kKeysBatch);
+                named.may_fail = true;
+                return Step{{std::move(named)}, [f, keys, ids](std::span<const Doc> replies) -> Step {
+                  if (!IsOkReply(replies.back())) return Step{};
+                  std::vector<Doc> again;
+                  for (const Doc& document : FirstBatch(replies.back()))
+                    if (auto key = MarkerKey(document)) again.push_back(std::move(*key));
+                  std::vector<Doc> gone, gone_ids;
+                  for (size_t i = 0; i < keys.size(); ++i)
+                    if (std::find(again.begin(), again.end(), keys[i]) == again.end()) {
+                      gone.push_back(keys[i]);
+                      if (i < ids.size()) gone_ids.push_back(ids[i]);
+                    }
+                  if (gone.empty()) return Step{};
+                  return DeletePages(f, gone, gone_ids);
+                }};
               }};
+}
+
+// The pages of `keys`, and their retirements (`ids`).
+Step DeletePages(const FlowPtr& f, const std::vector<Doc>& keys, const std::vector<Doc>& ids) {
+  BackendCommand remove;
+  bson_t* body = remove.body.mut();
+  AppendString(body, "delete", f->rule.overflow.collection);
+  Doc pages, markers;
+  AppendDoc(pages.mut(), "q", ValuesIn("parent", keys));
+  BSON_APPEND_INT32(pages.mut(), "limit", 0);
+  AppendDoc(markers.mut(), "q", ValuesIn("_id", ids));
+  BSON_APPEND_INT32(markers.mut(), "limit", 0);
+  BSON_APPEND_BOOL(body, "ordered", true);
+  SealCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.overflow.db, body);
+  remove.sequence_id = "deletes";
+  remove.sequence = {std::move(pages), std::move(markers)};
+  remove.may_fail = true;
+  return Step{{std::move(remove)}, {}};
 }
 
 // Step 4: the documents `filter` selects that need their overflow moved
@@ -366,7 +391,7 @@ Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
                 if (!IsOkReply(replies.back())) return Cleanup(f);
                 std::vector<Doc> pages, documents;
                 for (const Doc& stored : FirstBatch(replies.back())) {
-                  MoveAside moved = MovedAside(f->rule, stored);
+                  MoveAside moved = MovedAside(f->rule, stored, f->client.body.bytes());
                   if (!moved.document) continue;
                   for (Doc& page : moved.pages) pages.push_back(std::move(page));
                   documents.push_back(std::move(*moved.document));
