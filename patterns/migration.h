@@ -48,6 +48,19 @@
 //       // writes each as a replacement upsert of its copy instead, by _id
 //       // and what tells its copies from other documents there: written
 //       // again, a source that changed since replaces its copy.
+//
+// A pattern whose stored form spans two collections document by document
+// (an outlier's overflow, in pages of another collection) migrates with
+// plans of its own rewrite part, round after round until a count finds
+// none left. It provides:
+//
+//   std::string DocumentsToMigrate(const R&, MigrationDirection);
+//       // as above: the documents still in the direction's source form
+//   Plan MigrationRound(const R&, MigrationDirection, const std::string& rule_name);
+//       // one round: a batch of them stored in the direction's form, each
+//       // under the guards the rule's own writes use
+//   std::optional<MigrationDirection> MigratingTo(const R&);
+//       // as above: --to flat needs the rule to say `migrating: to_flat`
 #pragma once
 
 #include <concepts>
@@ -59,6 +72,7 @@
 
 #include "common/doc.h"
 #include "patterns/migration_direction.h"
+#include "rewrite/plan.h"
 #include "rules/namespace.h"
 
 namespace remold {
@@ -103,6 +117,13 @@ concept DocumentMigration = requires(const R& rule, const bson_t* document, std:
   { MigratedDocument(rule, document, MigrationDirection::kToRule, why) } -> std::same_as<std::optional<Doc>>;
   { MigratingTo(rule) } -> std::same_as<std::optional<MigrationDirection>>;
   { WordsOf(rule, MigrationDirection::kToRule) } -> std::same_as<MigrationWords>;
+};
+
+template <typename R>
+concept PlanMigration = requires(const R& rule, const std::string& name) {
+  { DocumentsToMigrate(rule, MigrationDirection::kToRule) } -> std::same_as<std::string>;
+  { MigrationRound(rule, MigrationDirection::kToRule, name) } -> std::same_as<Plan>;
+  { MigratingTo(rule) } -> std::same_as<std::optional<MigrationDirection>>;
 };
 
 template <typename R>

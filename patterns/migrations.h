@@ -7,6 +7,7 @@
 #include "patterns/bucket/migration.h"
 #include "patterns/computed/migration.h"
 #include "patterns/migration.h"
+#include "patterns/outlier/migration.h"
 #include "patterns/patterns.h"
 #include "patterns/polymorphic/migration.h"
 #include "patterns/versioned/migration.h"

@@ -51,6 +51,7 @@ class OutlierRewriter {
     if (name == "delete") return Delete();
     if (name == "findAndModify" || name == "findandmodify") return FindAndModify();
     if (name == "drop") return Drop();
+    if (name == "createIndexes") return CreateIndexes();
     return std::nullopt;  // the catalog: about the collection as stored
   }
 
@@ -58,6 +59,19 @@ class OutlierRewriter {
   std::string Who() const { return "outlier rule '" + rule_.name + "' for " + o_.logical.full(); }
 
   Plan Refuse(ErrorCode code, const std::string& what) const { return ImmediateReply(ErrorReply(code, Who() + ": " + what)); }
+
+  // Whether a path has a component that is a number ("buyers.4.u").
+  static bool NamesPosition(std::string_view path) {
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t end = path.find('.', start);
+      if (end == std::string_view::npos) end = path.size();
+      std::string_view part = path.substr(start, end - start);
+      if (!part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos) return true;
+      start = end + 1;
+    }
+    return false;
+  }
 
   // Whether a top-level path names the array or the marker.
   bool NamesArray(std::string_view path) const {
@@ -343,6 +357,10 @@ class OutlierRewriter {
     std::optional<std::string> key = FindString(body, "key");
     if (!key) return std::nullopt;  // the server says what is wrong
     if (NamesMarker(query) || FirstComponent(*key) == kOutlierMarker) return ImmediateReply(MarkerRefusalReply());
+    if (NamesArray(*key) && NamesPosition(*key))
+      return Refuse(error_codes::kInvalidOptions,
+                    "distinct of '" + *key + "', a position in '" + o_.array + "', is not supported: the values "
+                    "are read through the view, where a number in a path names a field, not a position");
     if (!NamesArray(*key) && Passes(query)) return std::nullopt;
     Plan plan = Forwarded(ReadAggregate(query, DistinctStages(*key)));
     plan.shape = [](std::span<const Doc> replies) {
@@ -403,7 +421,11 @@ class OutlierRewriter {
     for (const Doc& document : inserted)
       if (Find(document.get(), kOutlierMarker)) return ImmediateReply(MarkerRefusalReply());
     std::optional<Doc> overlong = Overlong(inserted);
-    if (!overlong) return std::nullopt;  // stored as written
+    if (!overlong || o_.to_flat) {  // stored as written (a plan: its ensure makes the overflow collection)
+      BackendCommand backend;
+      backend.body = command_.body;
+      return Forwarded(std::move(backend));
+    }
     OutlierWrite write;
     write.write.body = command_.body;
     write.written = [overlong = *overlong](const Doc&) -> std::optional<Doc> { return overlong; };
@@ -673,10 +695,36 @@ class OutlierRewriter {
       return pinned;
     };
     write.matched = [](const Doc& reply) {
+      // The document it found (before or after), or one it upserted; not
+      // lastErrorObject.n, which DocumentDB leaves 0 for a match changed by
+      // nothing.
+      auto value = Find(reply.get(), "value");
+      if (value && BSON_ITER_HOLDS_DOCUMENT(&*value)) return true;
       std::optional<Doc> last = FindDocument(reply.get(), "lastErrorObject");
-      return last && FindInteger(last->get(), "n").value_or(0) > 0;
+      return last && (Find(last->get(), "upserted") || FindInteger(last->get(), "n").value_or(0) > 0);
     };
     return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+  }
+
+  // Refused: a unique index whose key names the array (its elements
+  // stored aside are not in it, so it could not refuse their duplicates).
+  // Any other is built as asked.
+  std::optional<Plan> CreateIndexes() const {
+    auto indexes = Find(command_.body.get(), "indexes");
+    if (!indexes || !BSON_ITER_HOLDS_ARRAY(&*indexes)) return std::nullopt;  // the server says what is wrong
+    for (const Doc& index : ArrayDocuments(*indexes)) {
+      if (!FindBool(index.get(), "unique").value_or(false)) continue;
+      std::optional<Doc> key = FindDocument(index.get(), "key");
+      if (!key) continue;
+      bson_iter_t it;
+      bson_iter_init(&it, key->get());
+      while (bson_iter_next(&it))
+        if (NamesArray(bson_iter_key(&it)))
+          return Refuse(error_codes::kInvalidOptions,
+                        "a unique index on '" + std::string(bson_iter_key(&it)) + "' is not supported: the "
+                        "elements of '" + o_.array + "' stored aside are not in the collection's indexes");
+    }
+    return std::nullopt;
   }
 
   // The collection and its pages.
@@ -710,8 +758,10 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, con
                                    const Capabilities& caps) {
   std::optional<Plan> plan = OutlierRewriter(command, rule, outlier, caps).Rewrite();
   if (plan && !plan->immediate_reply) {
+    const bool writes = command.name == "insert" || command.name == "update" || command.name == "delete" ||
+                        command.name == "findAndModify" || command.name == "findandmodify";
     plan->ensure.push_back(EnsureMarkedIndex(outlier));
-    plan->ensure.push_back(EnsurePagesIndex(outlier));
+    plan->ensure.push_back(EnsurePagesIndex(outlier, writes));
   }
   return plan;
 }

@@ -11,7 +11,7 @@
 namespace remold {
 
 OutlierRule OutlierRule::Parse(const FileContext& ctx, const YAML::Node& o, const Namespace& logical) {
-  ctx.CheckKeys(o, "'outlier'", {"array", "threshold", "overflow"});
+  ctx.CheckKeys(o, "'outlier'", {"array", "threshold", "overflow", "migrating"});
   OutlierRule rule;
   rule.logical = logical;
   ctx.Step([&] {
@@ -43,6 +43,14 @@ OutlierRule OutlierRule::Parse(const FileContext& ctx, const YAML::Node& o, cons
       ctx.Fail(o["overflow"], "overflow collection '" + collection + "' must be a collection name other than the logical one");
     rule.overflow = {logical.db, collection};
   });
+  if (YAML::Node m = o["migrating"]) {
+    ctx.Step([&] {
+      if (TypeOf(m) != YamlType::kString || m.Scalar() != "to_flat")
+        ctx.Fail(m, "'migrating' is " + Found(m) + ", expected to_flat (writes store documents whole, for "
+                    "`remold migrate --to flat` before the rule is removed)");
+      rule.to_flat = true;
+    });
+  }
   return rule;
 }
 
@@ -57,13 +65,14 @@ std::vector<WrittenNamespace> OutlierRule::Writes() const {
 }
 
 std::string OutlierRule::Describe() const {
-  return logical.full() + "." + array + ": " + std::to_string(threshold) + " embedded, the rest in " + overflow.full();
+  return logical.full() + "." + array + ": " + std::to_string(threshold) + " embedded, the rest in " + overflow.full() +
+         (to_flat ? " (migrating to flat: writes store documents whole)" : "");
 }
 
 std::string OutlierRule::OnRemoval() const {
   return "documents whose " + array + " overflowed keep only part of it in " + logical.full() +
-         " (the rest is in " + overflow.full() + ", and a field _remold_outlier says where): run `remold migrate " +
-         "--to flat` before removing the rule";
+         " (the rest is in " + overflow.full() + ", and a field _remold_outlier says where): before removing "
+         "the rule, set `migrating: to_flat` and run `remold migrate --to flat`";
 }
 
 std::string OutlierRule::OnAddition() const {

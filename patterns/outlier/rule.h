@@ -32,6 +32,10 @@ struct OutlierRule {
   std::string array;   // a top-level array field, for example buyers
   int32_t threshold = 0;  // required: 1..kMaxThreshold
   Namespace overflow;  // for example shop.books_overflow
+  // `migrating: to_flat`: on the way out. Writes store documents whole (no
+  // overflow is moved aside), reads still read both forms, and `remold
+  // migrate --to flat` stores the overflowed ones whole.
+  bool to_flat = false;
 
   static constexpr std::string_view kName = "outlier";
   // Parses the rule file's `outlier:` section (a mapping; see rule.cc).

@@ -11,6 +11,9 @@ namespace {
 
 Doc Json(const std::string& text) { return *Doc::FromJson(text); }
 
+// Where the view's $lookup puts a document's pages, until it is made whole.
+constexpr const char* kPagesField = "_remold_pages";
+
 std::string Marker(std::string_view subfield) { return std::string(kOutlierMarker) + "." + std::string(subfield); }
 
 // The values of an array value, each as an iterator into its buffer.
@@ -125,21 +128,24 @@ std::vector<Doc> OutlierViewStages(const OutlierRule& rule) {
   const std::string m = kOutlierMarker;
   const std::string a = JsonQuote("$" + rule.array);
   std::vector<Doc> stages;
+  // The pages under a name of remold's (a dotted `as` is not read alike by
+  // every engine), each page's elements and seq taken by $map.
   stages.push_back(Json(R"({"$lookup": {"from": )" + JsonQuote(rule.overflow.collection) + R"(, "localField": ")" + m +
-                        R"(.key", "foreignField": "parent", "as": ")" + m + R"(.found"}})"));
+                        R"(.key", "foreignField": "parent", "as": ")" + kPagesField + R"("}})"));
   // The pages in order (0..pages-1; a page written but not yet counted is
   // left out), flattened, between the embedded elements and the tail.
   // Every branch is safe to evaluate on any document (DocumentDB evaluates
   // both branches of a $cond: docs/backends.md, departure 1).
+  const std::string found = std::string("\"$") + kPagesField + "\"";
   const std::string pages = R"({"$map": {"input": {"$range": [0, {"$ifNull": ["$)" + m + R"(.pages", 0]}]}, "as": "s", "in": )"
-                            R"({"$arrayElemAt": ["$)" + m + R"(.found.elements", {"$indexOfArray": ["$)" + m +
-                            R"(.found.seq", "$$s"]}]}}})";
+                            R"({"$arrayElemAt": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.elements"}}, )"
+                            R"({"$indexOfArray": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.seq"}}, "$$s"]}]}}})";
   const std::string flat = R"({"$reduce": {"input": )" + pages +
                            R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
-  stages.push_back(Json(R"({"$addFields": {)" + JsonQuote(rule.array) + R"(: {"$cond": {"if": {"$eq": [{"$type": "$)" +
-                        m + R"(.key"}, "missing"]}, "then": )" + a + R"(, "else": {"$concatArrays": [{"$cond": [{"$isArray": )" + a + "}, " + a +
+  stages.push_back(Json(R"({"$addFields": {)" + JsonQuote(rule.array) + R"(: {"$cond": {"if": {"$eq": [{"$ifNull": ["$)" +
+                        m + R"(.key", "none"]}, "none"]}, "then": )" + a + R"(, "else": {"$concatArrays": [{"$cond": [{"$isArray": )" + a + "}, " + a +
                         ", []]}, " + flat + R"(, {"$ifNull": ["$)" + m + R"(.tail", []]}]}}}}})"));
-  stages.push_back(Json(R"({"$project": {")" + m + R"(": 0}})"));
+  stages.push_back(Json(R"({"$project": {")" + m + R"(": 0, ")" + kPagesField + R"(": 0}})"));
   return stages;
 }
 
@@ -158,13 +164,13 @@ MoveAside MovedAside(const OutlierRule& rule, const Doc& stored, std::span<const
   return SpilledDocument(rule, stored, *array, writer);
 }
 
-BackendCommand EnsurePagesIndex(const OutlierRule& rule) {
+BackendCommand EnsurePagesIndex(const OutlierRule& rule, bool creates) {
   BackendCommand command;
   bson_t* body = command.body.mut();
   AppendString(body, "createIndexes", rule.overflow.collection);
   AppendArray(body, "indexes", {Json(R"({"key": {"parent": 1, "seq": 1}, "name": "remold_outlier_pages"})")});
   AppendString(body, "$db", rule.overflow.db);
-  command.skip_if_collection_missing = true;
+  command.skip_if_collection_missing = !creates;
   return command;
 }
 

@@ -62,9 +62,11 @@ MoveAside MovedAside(const OutlierRule& rule, const Doc& stored, std::span<const
 
 // The index of the overflow collection on `parent`, which the view's
 // $lookup uses (for every document read through it: one without overflow
-// finds nothing there in one index probe). Skipped while the collection is
-// missing; the first plan after a page was written builds it.
-BackendCommand EnsurePagesIndex(const OutlierRule& rule);
+// finds nothing there in one index probe). With `creates` (a write's plan:
+// its user may create it) it creates the collection too, so that the
+// view's $lookup never names a missing one (DocumentDB refuses a $out or
+// $merge after such a $lookup); a read's plan skips it while missing.
+BackendCommand EnsurePagesIndex(const OutlierRule& rule, bool creates);
 
 // The sparse index of the logical collection on the marker's key: the
 // overflowed documents, found without a scan by every read that must look

@@ -115,6 +115,7 @@ Step MoveAsideWritten(const FlowPtr& f, const Doc& client_reply);
 
 // Step 3: the client's write.
 Step ClientWrite(const FlowPtr& f) {
+  if (f->write.write.body.empty()) return Cleanup(f);  // a migration round: no client write
   if (f->write.pinned && f->pinned_id) {
     return Step{{f->write.pinned(*f->pinned_id)}, [f](std::span<const Doc> replies) -> Step {
                   f->client_reply = replies.size() - 1;
@@ -393,6 +394,11 @@ Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
                 for (const Doc& stored : FirstBatch(replies.back())) {
                   MoveAside moved = MovedAside(f->rule, stored, f->client.body.bytes());
                   if (!moved.document) continue;
+                  // A new key: if the guarded update of the document loses a
+                  // race, no document names it, and the cleanup retires it.
+                  if (!MarkerKey(stored))
+                    if (auto key = FindPath(moved.document->get(), "u." + MarkerPath("key")))
+                      f->keys.push_back(Boxed(*key));
                   for (Doc& page : moved.pages) pages.push_back(std::move(page));
                   documents.push_back(std::move(*moved.document));
                 }
@@ -415,6 +421,7 @@ Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
 }
 
 Step MoveAsideWritten(const FlowPtr& f, const Doc& client_reply) {
+  if (f->rule.to_flat) return Cleanup(f);  // on the way out: documents stay whole
   std::optional<Doc> filter = f->write.written ? f->write.written(client_reply) : std::nullopt;
   if (!filter) return Cleanup(f);
   return MoveAsideStep(f, *filter);
@@ -482,31 +489,30 @@ Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, cons
   OutlierWrite write;
   auto f = NewFlow(client, rule_name, rule, std::move(write));
   // The read says the form, and whether the push will leave the document
-  // to move aside: the element at threshold - pushed of the array (of the
-  // tail, one before) exists. Without it, nothing follows the push.
-  const int64_t array_probe = rule.threshold - pushed;
-  const int64_t tail_probe = array_probe - 1;
-  std::string projection = "{\"" + MarkerPath("key") + "\": 1";
-  if (array_probe >= 0)
-    projection += ", " + JsonQuote(rule.array) + ": {\"$slice\": [" + std::to_string(array_probe) + ", 1]}";
-  if (tail_probe >= 0)
-    projection += ", \"" + MarkerPath("tail") + "\": {\"$slice\": [" + std::to_string(tail_probe) + ", 1]}";
-  BackendCommand read = FindCommand(*f, rule.logical, filter, Json(projection + "}"), 1);
-  Plan plan = FromStep(f, Step{{std::move(read)}, [f, statement, filter, tail_update, array_probe,
-                                                   tail_probe](std::span<const Doc> replies) {
+  // to move aside (its array, or its tail, long enough): without that,
+  // nothing follows the push. An aggregate: a find's projection cannot
+  // count an array on every engine.
+  const std::string m = kOutlierMarker;
+  const std::string a = JsonQuote("$" + rule.array);
+  std::vector<Doc> pipeline{Stage("$match", filter), Json(R"({"$limit": 1})"),
+                            Json(R"({"$project": {"_id": 0, "key": "$)" + m + R"(.key", "n": {"$size": {"$cond": [{"$isArray": )" +
+                                 a + "}, " + a + R"(, []]}}, "tail": {"$size": {"$ifNull": ["$)" + m + R"(.tail", []]}}}})")};
+  BackendCommand read;
+  bson_t* body = read.body.mut();
+  AppendString(body, "aggregate", rule.logical.collection);
+  AppendArray(body, "pipeline", pipeline);
+  AppendDoc(body, "cursor", Doc());
+  if (auto collation = Find(statement.get(), "collation")) AppendValue(body, "collation", *collation);
+  SealCommand(f->client, ArgumentTarget::kRead, rule.logical.db, body);
+  Plan plan = FromStep(f, Step{{std::move(read)}, [f, statement, filter, tail_update, pushed](std::span<const Doc> replies) {
     const std::vector<Doc> found = FirstBatch(replies.back());
-    std::optional<Doc> key = found.empty() ? std::nullopt : MarkerKey(found.front());
-    // Whether the probed element is there (anything but an empty array).
-    auto probed = [&](const std::string& path, int64_t probe) {
-      if (probe < 0 || found.empty()) return true;
-      auto value = FindPath(found.front().get(), path);
-      if (!value) return false;
-      if (!BSON_ITER_HOLDS_ARRAY(&*value)) return true;
-      bool any = false;
-      ForEachChild(*value, [&](std::string_view, const bson_iter_t&) { any = true; });
-      return any;
-    };
-    const bool moves_aside = key ? probed(MarkerPath("tail"), tail_probe) : probed(f->rule.array, array_probe);
+    std::optional<Doc> key;
+    if (!found.empty())
+      if (auto k = Find(found.front().get(), "key")) key = Boxed(*k);
+    const int64_t embedded = found.empty() ? 0 : FindInteger(found.front().get(), "n").value_or(0);
+    const int64_t tail = found.empty() ? 0 : FindInteger(found.front().get(), "tail").value_or(0);
+    const bool moves_aside = !f->rule.to_flat && (key ? tail + pushed >= f->rule.threshold
+                                                      : found.empty() || embedded + pushed > f->rule.threshold);
     Doc sent;
     if (key) {
       Doc pinned;
@@ -546,6 +552,19 @@ Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, cons
                      "stored aside, as sent otherwise",
                      "a document left with more than " + std::to_string(rule.threshold) +
                          " elements, or a full tail, has the rest moved to " + rule.overflow.full()};
+  return plan;
+}
+
+Plan OutlierMigrationRound(const std::string& rule_name, const OutlierRule& rule, MigrationDirection direction) {
+  // No client: the commands carry no generic arguments of one.
+  const Command none{rule.logical.db, "migrate", Doc()};
+  OutlierWrite write;
+  if (direction == MigrationDirection::kToFlat) write.fold_filters = {Doc()};
+  auto f = NewFlow(none, rule_name, rule, std::move(write));
+  Plan plan = FromStep(f, direction == MigrationDirection::kToFlat ? Fold(f) : MoveAsideStep(f, Doc()));
+  plan.follow_ups = {direction == MigrationDirection::kToFlat
+                         ? "overflowed documents stored whole, a batch at a time, each under a guard that it is as read"
+                         : "documents over the threshold have their overflow moved aside, a batch at a time"};
   return plan;
 }
 

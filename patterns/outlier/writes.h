@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/doc.h"
+#include "patterns/migration_direction.h"
 #include "patterns/outlier/rule.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
@@ -66,6 +67,11 @@ Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const
 // `pushed` how many elements it pushes.
 Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
                        const Doc& statement, const Doc& filter, const Doc& tail_update, int64_t pushed);
+
+// One round of `remold migrate` (patterns/migration.h): up to a batch of
+// the documents over the threshold moved aside (kToRule), or of the
+// overflowed documents stored whole, their keys retired (kToFlat).
+Plan OutlierMigrationRound(const std::string& rule_name, const OutlierRule& rule, MigrationDirection direction);
 
 // `statement` with `value` under `key` in place of its own (appended when
 // it has none).

@@ -61,6 +61,15 @@ WireConnection& BackendClient::Connection() {
   return *connection_;
 }
 
+Doc BackendClient::Reply(const std::string& db, const Doc& command) {
+  try {
+    return Connection().Run(db, command);
+  } catch (const BackendError&) {
+    connection_.reset();  // the next command opens another
+    throw;
+  }
+}
+
 Doc BackendClient::Command(const std::string& db, const Doc& command, const std::string& what) {
   Doc reply;
   try {

@@ -104,6 +104,10 @@ class BackendClient {
   // One unordered write command: `kind` "insert" (documents), "update"
   // (statements) or "delete" (statements), in one round trip.
   BatchWriteResult WriteBatch(const Namespace& ns, std::string_view kind, const std::vector<Doc>& items);
+  // The reply of `command` (without $db) on `db`, as the server gives it:
+  // ok: 0 too (a plan's command that may fail). Throws BackendError only
+  // when the link fails.
+  Doc Reply(const std::string& db, const Doc& command);
 
  private:
   // The connection to the primary, opened when there is none.

@@ -61,9 +61,16 @@ int MigrateCollection(const MigrationRequest& request, std::string_view pattern,
         << (request.to_rule() ? "" : "; the rule can be deleted") << "\n";
     return kMigrationDone;
   }
-  out << "migrate: " << WithThousands(outcome.left) << " document(s) left: "
-      << (outcome.failed > 0 ? "those reported above cannot be moved, or kept changing; run again after fixing them\n"
-                             : "each changed every time it was read, before it could be moved; run again\n");
+  out << "migrate: " << WithThousands(outcome.left) << " document(s) left: ";
+  if (outcome.in_flight > 0)
+    out << WithThousands(outcome.in_flight) << " stamped by another run of this migration (running still, or killed "
+        << "as it stamped them) after this one was done; ";
+  if (outcome.failed > 0)
+    out << "those reported above cannot be moved, or kept changing; run again after fixing them\n";
+  else if (outcome.in_flight < outcome.left)
+    out << "each changed every time it was read, before it could be moved; run again\n";
+  else
+    out << "run again\n";
   return kMigrationLeft;
 }
 

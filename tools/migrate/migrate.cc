@@ -8,6 +8,7 @@
 #include "tools/migrate/collection_migration.h"
 #include "tools/migrate/document_migration.h"
 #include "tools/migrate/migration_request.h"
+#include "tools/migrate/plan_migration.h"
 #include "tools/migrate/value_fill.h"
 
 namespace remold {
@@ -94,7 +95,7 @@ std::string MigratableRules(const RuleSet& rules) {
     const bool migratable = std::visit(
         [](const auto& p) {
           using R = std::decay_t<decltype(p)>;
-          return DocumentMigration<R> || ValueMigration<R> || CollectionMigration<R>;
+          return DocumentMigration<R> || ValueMigration<R> || CollectionMigration<R> || PlanMigration<R>;
         },
         rule.pattern);
     if (migratable) names += (names.empty() ? "" : ", ") + rule.name;
@@ -105,7 +106,7 @@ std::string MigratableRules(const RuleSet& rules) {
 std::string MigratablePatterns() {
   std::string names;
   ForEachPatternType([&]<typename R>() {
-    if constexpr (DocumentMigration<R> || ValueMigration<R> || CollectionMigration<R>)
+    if constexpr (DocumentMigration<R> || ValueMigration<R> || CollectionMigration<R> || PlanMigration<R>)
       names += (names.empty() ? "" : ", ") + std::string(R::kName);
   });
   return names;
@@ -186,6 +187,14 @@ int MigrateRule(const MigrationRequest& request) {
                                 return MovedDocuments(pattern, direction, batch, token);
                               }};
           return MigrateCollection(request, R::kName, mover);
+        } else if constexpr (PlanMigration<R>) {
+          const MigrationDirection direction = request.direction;
+          if (direction == MigrationDirection::kToFlat && MigratingTo(pattern) != direction && !request.pass.dry_run)
+            throw UsageError("rule '" + rule.name + "' is not migrating to flat: writes through remold would "
+                             "move documents' overflow aside again. Set `migrating: to_flat` in " + rule.source +
+                             ", let remold reload it, then run this again");
+          return MigrateByPlans(request, R::kName, DocumentsToMigrate(pattern, direction),
+                                [pattern, direction, name = rule.name] { return MigrationRound(pattern, direction, name); });
         } else if constexpr (DocumentMigration<R>) {
           std::string note;
           DocumentConverter converter = ConverterFor(rule, pattern, request.direction, request.pass.dry_run, note);
@@ -211,7 +220,8 @@ std::string MigrateUsage() {
          "convert documents in place, bucket rules move readings into buckets, computed\n"
          "rules fill the values they maintain, versioned rules upgrade older documents\n"
          "(forward only), polymorphic rules move a type's documents into the shared\n"
-         "collection. Resumes from the checkpoint in\n"
+         "collection, outlier rules move long arrays' overflow aside (or store it\n"
+         "whole again). Resumes from the checkpoint in\n"
          "<db>.remold_migrations when interrupted.\n"
          "\n"
          "flags:\n"

@@ -96,7 +96,14 @@ class MovePass {
       if (!options_.dry_run) clauses.push_back(Unstamped());
       if (!set_aside_.empty()) clauses.push_back(NoneOf(set_aside_));
       std::vector<Doc> batch = Read(All(std::move(clauses)), true, options_.dry_run ? offset : 0);
-      if (batch.empty()) break;
+      if (batch.empty()) {
+        // Nothing unstamped is left: a batch stamped by another run since
+        // this one began is finished here, as one found at the start is
+        // (another run at once, killed since; or a killed run's stamp,
+        // which the server applies after its client is gone).
+        if (!options_.dry_run && FinishLeftovers()) continue;
+        break;
+      }
       if (options_.dry_run) {
         DryRun(batch);
         offset += static_cast<int64_t>(batch.size());
@@ -122,6 +129,9 @@ class MovePass {
     }
     if (!options_.dry_run) {
       outcome_.left = backend_.CountDocuments(mover_.move.from, source_.get(), kCountAll);
+      if (outcome_.left > 0)
+        outcome_.in_flight = backend_.CountDocuments(mover_.move.from, All({source_, Stamped(std::nullopt)}).get(),
+                                                     kCountAll);
       if (outcome_.left == 0) {
         // Nothing stamped is left, by this run or another: no batch is
         // in flight, and the set of batches written can go.
@@ -145,11 +155,14 @@ class MovePass {
     return documents;
   }
 
-  // The batches an earlier run stamped and did not finish.
-  void FinishLeftovers() {
+  // The batches another run stamped and did not finish (yet); whether
+  // there was one.
+  bool FinishLeftovers() {
+    bool found = false;
     while (true) {
       std::vector<Doc> one = Read(Stamped(std::nullopt), true);
-      if (one.empty()) return;
+      if (one.empty()) return found;
+      found = true;
       const std::string token = *FindString(one.front().get(), kMoveStampField);
       MoveStamped(token, /*ours=*/false);
     }

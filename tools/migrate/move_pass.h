@@ -21,7 +21,12 @@
 // says their token was written (a partial delete would have changed the
 // batch), then deletes them, and takes the token out of the set. Runs of
 // the same rule at once are safe too: a run finishing another's batch asks
-// whether it was written only after reading it. A source the pattern cannot move, or whose
+// whether it was written only after reading it. Once nothing unstamped is
+// left, a run finishes the batches stamped since it began the same way,
+// and reads again: another run's, killed meanwhile, or a killed run's own
+// last stamp, which the server applies after its client is gone (a run
+// started at once after the kill does not see it yet; one started after
+// its end finds nothing left to stamp). A source the pattern cannot move, or whose
 // write fails, is reported once, unstamped, and left where it is; one that
 // keeps changing is unstamped and left for the next run. With `dry_run`
 // nothing is stamped or written: the pass reads in order and reports what
@@ -48,6 +53,7 @@ struct MoveOutcome {
   int64_t written = 0;  // destination documents written this run (with dry_run: would be)
   int64_t failed = 0;   // sources that cannot be moved, this run
   int64_t left = 0;     // still in the source at the end (not counted with dry_run)
+  int64_t in_flight = 0;  // of `left`, stamped by another run still moving them
 };
 
 // The field that stamps a source document with the batch moving it.
