@@ -77,7 +77,8 @@ MoveAside SpilledDocument(const OutlierRule& rule, const Doc& stored, const bson
   BSON_APPEND_DOCUMENT_BEGIN(document.mut(), kOutlierMarker, &marker);
   AppendValue(&marker, "key", key);
   BSON_APPEND_INT32(&marker, "pages", pages);
-  AppendValues(&marker, "tail", values, from, values.size());
+  // No empty tail: the marker holds one only while it has elements.
+  if (from < values.size()) AppendValues(&marker, "tail", values, from, values.size());
   bson_append_document_end(document.mut(), &marker);
   Doc statement;
   AppendDoc(statement.mut(), "q", UnchangedDocument(stored));
@@ -88,7 +89,7 @@ MoveAside SpilledDocument(const OutlierRule& rule, const Doc& stored, const bson
 
 // A marked document whose tail holds `threshold` elements or more: full
 // pages of it go aside, counted by an update that takes them off the tail
-// as it is then (appends may have grown it since it was read).
+// while it is as long as read.
 MoveAside FlushedTail(const OutlierRule& rule, const Doc& stored) {
   auto key = FindPath(stored.get(), Marker("key"));
   auto pages = FindPath(stored.get(), Marker("pages"));
@@ -105,16 +106,24 @@ MoveAside FlushedTail(const OutlierRule& rule, const Doc& stored) {
   int32_t next = first;
   size_t from = 0;
   for (; values.size() - from >= n; from += n) out.pages.push_back(PageUpsert(rule, *key, next++, values, from, from + n));
+  // Under a guard that the tail is as long as read (an append since makes
+  // it miss: the next write flushes again, the page rewritten the same),
+  // the first `from` elements taken off by keeping the rest ($slice).
   Doc q;
   AppendValue(q.mut(), "_id", *id);
   AppendValue(q.mut(), Marker("key"), *key);
   BSON_APPEND_INT32(q.mut(), Marker("pages").c_str(), first);
-  const std::string tail_path = "$" + Marker("tail");
-  Doc set = Json("{\"" + Marker("pages") + "\": " + std::to_string(next) + ", \"" + Marker("tail") + "\": {\"$slice\": [" +
-                 JsonQuote(tail_path) + ", " + std::to_string(from) + ", 2147483647]}}");
+  Doc length;
+  BSON_APPEND_INT64(length.mut(), "$size", static_cast<int64_t>(values.size()));
+  AppendDoc(q.mut(), Marker("tail"), length);
+  const std::string counted = "{\"" + Marker("pages") + "\": " + std::to_string(next) + "}";
+  Doc u = from == values.size()
+              ? Json("{\"$set\": " + counted + ", \"$unset\": {\"" + Marker("tail") + "\": \"\"}}")
+              : Json("{\"$set\": " + counted + ", \"$push\": {\"" + Marker("tail") + "\": {\"$each\": [], \"$slice\": " +
+                     std::to_string(-static_cast<int64_t>(values.size() - from)) + "}}}");
   Doc statement;
   AppendDoc(statement.mut(), "q", q);
-  AppendArray(statement.mut(), "u", {Stage("$addFields", set)});
+  AppendDoc(statement.mut(), "u", u);
   out.document = std::move(statement);
   return out;
 }

@@ -7,7 +7,7 @@
 //   _remold_outlier: {key: <ObjectId>, pages: P, tail: [...]}
 // The rest of the array is, in order, the elements of the overflow
 // documents {_id, parent: <key>, seq: 0..P-1, elements: [...]} (each at
-// most `threshold`), then `tail`: where appends go, one atomic update of
+// most `threshold`), then `tail` (absent while empty): where appends go, one atomic update of
 // the document. A full tail moves to page P (written first, then counted
 // by an update of the document that takes it off the tail), so a reader,
 // who sees only pages below P, never sees an element twice or not at all.
