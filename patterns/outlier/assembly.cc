@@ -43,6 +43,7 @@ using Pages = std::map<int32_t, Doc>;
 std::optional<Doc> Whole(const OutlierRule& rule, const Doc& stored, const Pages& pages) {
   std::optional<Overflowed> overflowed = OverflowOf(stored);
   std::optional<Doc> marker = FindDocument(stored.get(), kOutlierMarker);
+  if (!overflowed || !marker) return std::nullopt;  // a marker remold did not write
   Doc out;
   bson_iter_t it;
   bson_iter_init(&it, stored.get());

@@ -206,7 +206,9 @@ class OutlierRewriter {
         continue;
       }
       auto args = Find(spec->get(), "$slice");
-      if (key.find('.') != std::string::npos || key.starts_with("$") || bson_count_keys(spec->get()) != 1) return std::nullopt;
+      if (key.find('.') != std::string::npos || key.starts_with("$") || bson_count_keys(spec->get()) != 1 ||
+          !bson_utf8_validate(key.data(), key.size(), false))
+        return std::nullopt;
       std::vector<int64_t> numbers;
       if (BSON_ITER_HOLDS_NUMBER(&*args)) {
         numbers.push_back(bson_iter_as_int64(&*args));
@@ -222,16 +224,25 @@ class OutlierRewriter {
       std::string call = R"([{"$cond": [{"$isArray": )" + JsonQuote("$" + key) + "}, " + JsonQuote("$" + key) + ", []]}";
       for (int64_t n : numbers) call += ", {\"$numberLong\": \"" + std::to_string(n) + "\"}";
       call += "]";
-      Doc expression = *Doc::FromJson(R"({"$cond": [{"$isArray": )" + JsonQuote("$" + key) + R"(}, {"$slice": )" + call +
-                                      "}, " + JsonQuote("$" + key) + "]}");
-      AppendDoc(sliced.mut(), key, expression);
+      std::optional<Doc> expression = Doc::FromJson(R"({"$cond": [{"$isArray": )" + JsonQuote("$" + key) +
+                                                    R"(}, {"$slice": )" + call + "}, " + JsonQuote("$" + key) + "]}");
+      if (!expression) return std::nullopt;
+      // Into a field of remold's first, then onto the field: DocumentDB
+      // moves an $addFields that overwrites a field before the $match that
+      // reads it when a $sort stands between them (docs/backends.md).
+      AppendDoc(sliced.mut(), "_remold_slice_" + std::to_string(kept.size()), *expression);
       kept.push_back(key);
     }
     if (kept.empty()) return std::nullopt;
-    std::vector<Doc> stages{Stage("$addFields", sliced)};
-    if (inclusion)
+    Doc placed;
+    for (size_t i = 0; i < kept.size(); ++i) AppendString(placed.mut(), kept[i], "$_remold_slice_" + std::to_string(i));
+    std::vector<Doc> stages{Stage("$addFields", sliced), Stage("$addFields", placed)};
+    if (inclusion) {
       for (const std::string& key : kept) BSON_APPEND_INT32(rest.mut(), key.c_str(), 1);
-    if (!rest.empty()) stages.push_back(Stage("$project", rest));
+    } else {
+      for (size_t i = 0; i < kept.size(); ++i) BSON_APPEND_INT32(rest.mut(), ("_remold_slice_" + std::to_string(i)).c_str(), 0);
+    }
+    stages.push_back(Stage("$project", rest));
     return stages;
   }
 
@@ -504,7 +515,7 @@ class OutlierRewriter {
     auto value = Find(push->get(), o_.array);
     if (!BSON_ITER_HOLDS_DOCUMENT(&*value)) return 1;
     std::optional<Doc> spec = FindDocument(push->get(), o_.array);
-    auto each = Find(spec->get(), "$each");
+    auto each = FirstKey(spec->get()) == "$each" ? Find(spec->get(), "$each") : std::nullopt;
     if (!each) return 1;  // a document pushed as it is
     int64_t n = 0;
     ForEachChild(*each, [&](std::string_view, const bson_iter_t&) { ++n; });

@@ -11,6 +11,12 @@ namespace {
 
 Doc Json(const std::string& text) { return *Doc::FromJson(text); }
 
+}  // namespace
+
+Doc UnchangedOutlier(const OutlierRule& rule, const Doc& stored);
+
+namespace {
+
 // Where the view's $lookup puts a document's pages, until it is made whole.
 constexpr const char* kPagesField = "_remold_pages";
 
@@ -81,7 +87,7 @@ MoveAside SpilledDocument(const OutlierRule& rule, const Doc& stored, const bson
   if (from < values.size()) AppendValues(&marker, "tail", values, from, values.size());
   bson_append_document_end(document.mut(), &marker);
   Doc statement;
-  AppendDoc(statement.mut(), "q", UnchangedDocument(stored));
+  AppendDoc(statement.mut(), "q", UnchangedOutlier(rule, stored));
   AppendDoc(statement.mut(), "u", document);
   out.document = std::move(statement);
   return out;
@@ -103,6 +109,9 @@ MoveAside FlushedTail(const OutlierRule& rule, const Doc& stored) {
   if (values.size() < n) return {};
   MoveAside out;
   const int32_t first = bson_iter_int32(&*pages);
+  // Page numbers stay well inside int32 (a document of 2^31 pages is not
+  // one remold wrote).
+  if (first < 0 || first > INT32_MAX - static_cast<int32_t>(values.size() / n) - 1) return {};
   int32_t next = first;
   size_t from = 0;
   for (; values.size() - from >= n; from += n) out.pages.push_back(PageUpsert(rule, *key, next++, values, from, from + n));
@@ -154,6 +163,10 @@ std::vector<Doc> OutlierViewStages(const OutlierRule& rule) {
   stages.push_back(Json(R"({"$addFields": {)" + JsonQuote(rule.array) + R"(: {"$cond": {"if": {"$eq": [{"$ifNull": ["$)" +
                         m + R"(.key", "none"]}, "none"]}, "then": )" + a + R"(, "else": {"$concatArrays": [{"$cond": [{"$isArray": )" + a + "}, " + a +
                         ", []]}, " + flat + R"(, {"$ifNull": ["$)" + m + R"(.tail", []]}]}}}}})"));
+  // Twice: DocumentDB evaluates an $addFields after a single exclusion on
+  // the document before it (docs/backends.md, departure 10), which would
+  // show the marker and the pages to a pipeline after the view.
+  stages.push_back(Json(R"({"$project": {")" + m + R"(": 0, ")" + kPagesField + R"(": 0}})"));
   stages.push_back(Json(R"({"$project": {")" + m + R"(": 0, ")" + kPagesField + R"(": 0}})"));
   return stages;
 }
@@ -171,6 +184,30 @@ MoveAside MovedAside(const OutlierRule& rule, const Doc& stored, std::span<const
   auto array = Find(stored.get(), rule.array);
   if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return {};
   return SpilledDocument(rule, stored, *array, writer);
+}
+
+Doc UnchangedOutlier(const OutlierRule& rule, const Doc& stored) {
+  Doc guard = UnchangedDocument(stored);
+  auto size_of = [&](const std::string& path) {
+    auto array = FindPath(stored.get(), path);
+    if (!array || !BSON_ITER_HOLDS_ARRAY(&*array)) return;
+    int64_t n = 0;
+    ForEachChild(*array, [&](std::string_view, const bson_iter_t&) { ++n; });
+    Doc size;
+    BSON_APPEND_INT64(size.mut(), "$size", n);
+    AppendDoc(guard.mut(), path, size);
+  };
+  size_of(rule.array);
+  if (Find(stored.get(), kOutlierMarker)) {
+    if (FindPath(stored.get(), Marker("tail"))) {
+      size_of(Marker("tail"));
+    } else {
+      Doc absent;
+      BSON_APPEND_BOOL(absent.mut(), "$exists", false);
+      AppendDoc(guard.mut(), Marker("tail"), absent);
+    }
+  }
+  return guard;
 }
 
 BackendCommand EnsurePagesIndex(const OutlierRule& rule, bool creates) {

@@ -73,6 +73,12 @@ BackendCommand EnsurePagesIndex(const OutlierRule& rule, bool creates);
 // at them whatever its filter says of the array (listIndexes shows it).
 BackendCommand EnsureMarkedIndex(const OutlierRule& rule);
 
+// The guard of a write that replaces `stored` (as read) by another form of
+// it: UnchangedDocument, with the array's and the tail's lengths said
+// again as $size clauses (an engine that compares arrays by prefix in an
+// $expr, as mongo-java-server does, would otherwise miss an append).
+Doc UnchangedOutlier(const OutlierRule& rule, const Doc& stored);
+
 // The key of a marked document, boxed ({v: key}); nullopt when unmarked.
 std::optional<Doc> MarkerKey(const Doc& stored);
 

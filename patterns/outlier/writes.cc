@@ -116,8 +116,12 @@ Step MoveAsideWritten(const FlowPtr& f, const Doc& client_reply);
 // Step 3: the client's write.
 Step ClientWrite(const FlowPtr& f) {
   if (f->write.write.body.empty()) return Cleanup(f);  // a migration round: no client write
+  // An error reply is still the client's (Shaped), but the steps after it
+  // run: the keys of documents stored whole before it must be retired.
   if (f->write.pinned && f->pinned_id) {
-    return Step{{f->write.pinned(*f->pinned_id)}, [f](std::span<const Doc> replies) -> Step {
+    BackendCommand pinned = f->write.pinned(*f->pinned_id);
+    pinned.may_fail = true;
+    return Step{{std::move(pinned)}, [f](std::span<const Doc> replies) -> Step {
                   f->client_reply = replies.size() - 1;
                   const Doc& reply = replies.back();
                   if (IsOkReply(reply) && !HasWriteErrors(reply) && !f->write.matched(reply)) {
@@ -125,13 +129,17 @@ Step ClientWrite(const FlowPtr& f) {
                                             Who(*f) + ": the document this write selected changed before it was "
                                             "written (another write moved its '" + f->rule.array + "'); nothing was "
                                             "written, send the write again");
-                    return Step{};
+                    return Cleanup(f);  // the keys of what was stored whole are retired all the same
                   }
+                  if (!IsOkReply(reply)) return Cleanup(f);
                   return MoveAsideWritten(f, reply);
                 }};
   }
-  return Step{{f->write.write}, [f](std::span<const Doc> replies) {
+  BackendCommand write = f->write.write;
+  write.may_fail = true;
+  return Step{{std::move(write)}, [f](std::span<const Doc> replies) {
                 f->client_reply = replies.size() - 1;
+                if (!IsOkReply(replies.back())) return Cleanup(f);
                 return MoveAsideWritten(f, replies.back());
               }};
 }
@@ -239,7 +247,7 @@ Step Fold(const FlowPtr& f) {
                   Doc document;
                   bson_copy_to_excluding_noinit(whole.get(), document.mut(), kStoredField, nullptr);
                   Doc statement;
-                  AppendDoc(statement.mut(), "q", UnchangedDocument(*stored));
+                  AppendDoc(statement.mut(), "q", UnchangedOutlier(f->rule, *stored));
                   AppendDoc(statement.mut(), "u", document);
                   statements.push_back(std::move(statement));
                 }
@@ -251,7 +259,7 @@ Step Fold(const FlowPtr& f) {
                       "not all stored whole in " + std::to_string(kMaxFoldRounds) + " rounds of " +
                       std::to_string(kFoldBatch) + " (more of them, or some that keep changing); those stored whole "
                       "stay so, the write did not run: send it again");
-                  return Step{};
+                  return Cleanup(f);
                 }
                 BackendCommand update = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.logical,
                                                       false, std::move(statements));
@@ -269,7 +277,7 @@ Step Fold(const FlowPtr& f) {
                                   f->refusal = ErrorReply(error->code, "",
                                                           Who(*f) + ": storing a document whole before this write "
                                                           "failed (" + error->message + "); the write did not run");
-                                return Step{};
+                                return Cleanup(f);
                               }
                               return Fold(f);
                             }};
@@ -509,8 +517,13 @@ Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, cons
     std::optional<Doc> key;
     if (!found.empty())
       if (auto k = Find(found.front().get(), "key")) key = Boxed(*k);
-    const int64_t embedded = found.empty() ? 0 : FindInteger(found.front().get(), "n").value_or(0);
-    const int64_t tail = found.empty() ? 0 : FindInteger(found.front().get(), "tail").value_or(0);
+    // Counts as the backend gave them, bounded (a document holds far fewer).
+    auto count = [&](const char* field) {
+      return found.empty() ? int64_t{0}
+                           : std::clamp<int64_t>(FindInteger(found.front().get(), field).value_or(0), 0, INT32_MAX);
+    };
+    const int64_t embedded = count("n");
+    const int64_t tail = count("tail");
     const bool moves_aside = !f->rule.to_flat && (key ? tail + pushed >= f->rule.threshold
                                                       : found.empty() || embedded + pushed > f->rule.threshold);
     Doc sent;

@@ -237,6 +237,42 @@ def test_migrate_bucket_killed_at_random_points_moves_each_reading_once(private_
         drop_database_after_kills(direct_client, db_name)
 
 
+def test_migrate_bucket_finishes_a_batch_stamped_after_it_began(backend, direct_client, db_name, tmp_path):
+    """A batch stamped by another run once this one is under way (a run at
+    once, killed after stamping; or the last command of a run killed just
+    before this one started, which the server applies after its client is
+    gone) is finished by this run once nothing else is left, not left
+    behind: the run still ends with every reading moved, once."""
+    database = direct_client[db_name]
+    rng = random.Random(8)
+    seed = [reading(rng) for _ in range(2000)]
+    database.readings.insert_many([dict(d) for d in seed])
+    rules = tmp_path / "rules"
+    rule_file(rules, db_name)
+    try:
+        run = migrate(rules, backend.uri, "--batch", "100", "--max-rate", "600")
+        deadline = time.monotonic() + 60
+        while (database.remold_migrations.find_one({"_id": "readings"}) or {}).get("converted", 0) < 200:
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.02)
+        # The run is past its start; the last readings in its order are
+        # seconds away (600/s at most), stamped now as another run would.
+        last = database.readings.find({}, {"_id": 1}).sort([("sensor", -1), ("at", -1), ("_id", -1)]).limit(100)
+        stamped = database.readings.update_many({"_id": {"$in": [d["_id"] for d in last]},
+                                                 "_remold_migration": {"$exists": False}},
+                                                {"$set": {"_remold_migration": "0123456789abcdef:7"}})
+        assert stamped.modified_count == 100
+        out, err = run.communicate(timeout=600)
+        assert run.returncode == 0, out + err
+        assert "0 left in" in out and "migrate: done" in out, out
+        assert database.readings.count_documents({}) == 0
+        stored = sorted_by_id({"_id": m["_id"], "sensor": bucket["sensor"], "at": m["at"], "temp": m["temp"]}
+                              for bucket in database.readings_buckets.find() for m in bucket["m"])
+        assert stored == sorted_by_id(seed)
+    finally:
+        drop_database_after_kills(direct_client, db_name)
+
+
 def test_migrate_bucket_runs_at_once_move_each_reading_once(private_remold, backend, direct_client, db_name,
                                                               tmp_path):
     """Three runs of the same migration at once (an operator's and a cron

@@ -6,25 +6,34 @@ through remold with a rules directory.
     outlier: {array: buyers, threshold: N}     # overflow: books_overflow
 
 A document keeps at most N elements of `buyers`; the rest is stored in
-pages of at most N elements in `books_overflow`, behind a hidden marker
+pages of N elements in `books_overflow`, behind a hidden marker
 (`_remold_outlier: {key, pages, tail}`, patterns/outlier/stored_form.h).
 
 Every expected answer comes from an oracle: a flat copy, `books_flat`, a
 plain collection of the backend that receives the same operations directly
-(never from what remold answers). Documents are compared whole, field order
-and BSON types included (`canon`). After every write the stored form is
-also read directly and checked: a marked document has exactly N elements
-embedded, pages 0..P-1 of exactly N each, a tail shorter than N, and
-embedded + pages + tail is the flat copy's array; no page belongs to no
-document.
+(never from what remold answers). Answers and documents are compared
+whole, field order and BSON types included (`canon`). After every write the
+stored form is also read directly and checked (`stored_form`): a marked
+document has exactly N elements embedded, pages 0..P-1 of exactly N each,
+a tail shorter than N, the marker last, and embedded + pages + tail is the
+flat copy's array; every page belongs to a document's key or to one remold
+has retired (whose pages it deletes once due, 60 s later: tests that need
+them gone age remold's record of them rather than wait).
 
 Sections: 1. writes of every kind below and above the threshold; 2. reads
 (filters on elements, sort/skip/limit, projections, counts, distinct,
-aggregates, a $lookup into the ruled collection); 3. the stored form; 4.
-concurrent $push onto one document and onto several; 5. one document
-grown past 16 MiB through remold, which a plain collection cannot hold.
+aggregates, $lookup into and from the ruled collection); 3. the stored
+form, pages retired and deleted, drop; 4. concurrent $push onto one
+document and onto several, and $push beside $pull; 5. one document grown
+past 16 MiB through remold, which a plain collection cannot hold.
 
 Runs against either backend (REMOLD_TEST_BACKEND=stand-in|documentdb).
+Where the backend answers part of what the rule's commands use unlike
+MongoDB (mongo-java-server: the `$type` expression, a dotted `$lookup`
+`as`, paths through arrays of arrays, `$slice` past an array's end) and a
+canary of the rule through remold fails there, the tests are skipped,
+saying so (see backend_lacks). REMOLD_TEST_OUTLIER_VERBOSE=1 (with -s)
+prints every answer compared.
 """
 from __future__ import annotations
 
@@ -35,6 +44,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
 
@@ -46,10 +56,10 @@ from bson import json_util
 from bson.codec_options import CodecOptions
 from bson.son import SON
 from pymongo import ReturnDocument
-from pymongo.errors import BulkWriteError, OperationFailure
+from pymongo.errors import AutoReconnect, BulkWriteError, OperationFailure
 
 from concurrent_clients import STAND_IN_SORT_RACE
-from conftest import NO_PROXY
+from conftest import NO_PROXY, Remold, start_remold
 from migration_support import drop_database_after_kills
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="needs remold's rules")
@@ -60,8 +70,12 @@ OVERFLOW = "books_overflow"
 ARRAY = "buyers"
 MARKER = "_remold_outlier"
 WRITE_CONFLICT = 112
+CONFLICTING_OPERATION = 117
+RESENDABLE = (WRITE_CONFLICT, CONFLICTING_OPERATION)
+BSON_OBJECT_TOO_LARGE = 10334
 INVALID_OPTIONS = 72
 SON_OPTIONS = CodecOptions(document_class=SON)
+VERBOSE = os.environ.get("REMOLD_TEST_OUTLIER_VERBOSE") == "1"  # print each write's answer (with -s)
 
 
 def rule_text(db: str, threshold: int) -> str:
@@ -71,79 +85,124 @@ def rule_text(db: str, threshold: int) -> str:
 
 # --------------------------------------------------------------------------
 # What the backend itself answers as MongoDB does, probed on plain
-# collections. The rule's reads go through a view (stored_form.h) made of
-# a $lookup whose `as` is a dotted path, the `$type` expression and field
-# paths through arrays of arrays; a backend that lacks one of them cannot
-# answer a read of an overflowed document.
+# collections. The rule's backend commands use a $lookup whose `as` is a
+# dotted path, the `$type` expression, field paths through arrays of
+# arrays, $slice projections past an array's end; a backend that answers
+# one of them unlike MongoDB (mongo-java-server) may not serve the rule:
+# there a canary through remold decides, and the tests are skipped when it
+# fails (the reason says what the backend lacks and how the canary failed).
+# Against a backend that lacks none of them the tests always run.
 
-_VIEW_LACKS: dict = {}
+_BACKEND_LACKS: dict = {}
+_RULE_FAILS: dict = {}
 
 
-def view_lacks(direct_client) -> list[str]:
-    """What of the view's aggregation the backend answers unlike MongoDB."""
+def backend_lacks(direct_client) -> list[str]:
+    """What of MongoDB's aggregation and projection the rule's commands
+    use the backend answers otherwise."""
     key = tuple(direct_client.address or ("?", 0))
-    if key in _VIEW_LACKS:
-        return _VIEW_LACKS[key]
+    if key in _BACKEND_LACKS:
+        return _BACKEND_LACKS[key]
     name = f"e2e_py_outlier_probe_{uuid.uuid4().hex[:8]}"
     db = direct_client[name]
     lacks = []
     try:
-        db.a.insert_one({"_id": 1, "k": 1})
+        db.a.insert_one({"_id": 1, "k": 1, "e": [1]})
         db.b.insert_one({"_id": 1, "p": 1, "e": [1, 2]})
         probes = {
-            "the $type expression": ([{"$project": {"_id": 0, "t": {"$type": "$nothing"}}}], [{"t": "missing"}]),
+            "the $type expression": (
+                lambda: list(db.a.aggregate([{"$project": {"_id": 0, "t": {"$type": "$nothing"}}}])),
+                [{"t": "missing"}]),
             "a $lookup whose `as` is a dotted path": (
-                [{"$lookup": {"from": "b", "localField": "k", "foreignField": "p", "as": "m.found"}},
-                 {"$project": {"_id": 0, "n": {"$size": {"$ifNull": ["$m.found", []]}}}}], [{"n": 1}]),
-            "a field path through an array of documents holding arrays ('$found.elements')": (
-                [{"$project": {"_id": 0, "r": {"$literal": [{"e": [1, 2]}, {"e": [3]}]}}},
-                 {"$project": {"r": "$r.e"}}], [{"r": [[1, 2], [3]]}]),
+                lambda: list(db.a.aggregate([
+                    {"$lookup": {"from": "b", "localField": "k", "foreignField": "p", "as": "m.found"}},
+                    {"$project": {"_id": 0, "n": {"$size": {"$ifNull": ["$m.found", []]}}}}])),
+                [{"n": 1}]),
+            "a field path through documents holding arrays ('$found.elements')": (
+                lambda: list(db.a.aggregate([{"$project": {"_id": 0, "r": {"$literal": [{"e": [1, 2]}, {"e": [3]}]}}},
+                                             {"$project": {"r": "$r.e"}}])),
+                [{"r": [[1, 2], [3]]}]),
+            "a $slice projection past the array's end": (
+                lambda: list(db.a.find({}, {"_id": 0, "e": {"$slice": [2, 1]}})), [{"e": []}]),
         }
-        for what, (pipeline, expected) in probes.items():
+        for what, (call, expected) in probes.items():
             try:
-                if list(db.a.aggregate(pipeline)) != expected:
+                if call() != expected:
                     lacks.append(what)
             except OperationFailure:
                 lacks.append(what)
     finally:
         direct_client.drop_database(name)
-    _VIEW_LACKS[key] = lacks
+    _BACKEND_LACKS[key] = lacks
     return lacks
 
 
-@pytest.fixture
-def outlier(request, outlier_any_backend, direct_client):
-    """outlier_any_backend, for a test that reads through the rule's view:
-    an expected failure (strict) on a backend that lacks part of it."""
-    lacks = view_lacks(direct_client)
-    if lacks:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="remold's outlier view needs what this backend lacks: " + "; ".join(lacks) +
-            " (mongo-java-server: reads through remold fail, InvalidPipelineOperator 168)"))
-    return outlier_any_backend
+def rule_fails(start_remold_with: Callable[[Path], Remold], direct_client, tmp: Path) -> str | None:
+    """How a canary of the rule through remold fails on a backend that
+    lacks part of what it uses (None: it works, or nothing is lacking)."""
+    lacks = backend_lacks(direct_client)
+    key = tuple(direct_client.address or ("?", 0))
+    if not lacks or key in _RULE_FAILS:
+        return _RULE_FAILS.get(key)
+    name = f"e2e_py_outlier_canary_{uuid.uuid4().hex[:8]}"
+    rules = tmp / "canary_rules"
+    rules.mkdir()
+    (rules / "books.yaml").write_text(rule_text(name, 3))
+    remold = start_remold_with(rules)
+    failure = None
+    try:
+        with pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000) as client:
+            books = client[name][RULED]
+            books.insert_one({"_id": 1, ARRAY: list(range(7))})
+            books.update_one({"_id": 1}, {"$push": {ARRAY: 7}})
+            books.update_one({"_id": 1}, {"$pull": {ARRAY: 2}})
+            for filt in ({"_id": 1}, {ARRAY: 6}):
+                got = books.find_one(filt)
+                if got != {"_id": 1, ARRAY: [0, 1, 3, 4, 5, 6, 7]}:
+                    failure = f"find_one({filt}) answered {got}"
+    except OperationFailure as exc:
+        failure = f"{type(exc).__name__} {exc.code}: {str(exc)[:200]}"
+    finally:
+        remold.kill()
+        direct_client.drop_database(name)
+    if failure:
+        failure = f"this backend lacks {'; '.join(lacks)}; the rule through remold fails on it: {failure}"
+    _RULE_FAILS[key] = failure
+    return failure
+
+
+def open_env(remold: Remold, make_client: Callable, direct_client, db_name: str, threshold: int) -> SimpleNamespace:
+    client = make_client(remold.uri)
+    db = client.get_database(db_name, codec_options=SON_OPTIONS)
+    direct = direct_client.get_database(db_name, codec_options=SON_OPTIONS)
+    return SimpleNamespace(remold=remold, threshold=threshold, db=db, direct=direct, name=db_name,
+                           ruled=db[RULED], flat=direct[FLAT], stored=direct[RULED], pages=direct[OVERFLOW],
+                           client=lambda: make_client(remold.uri))
+
+
+def write_rule(directory: Path, db_name: str, threshold: int) -> Path:
+    directory.mkdir()
+    (directory / "books.yaml").write_text(rule_text(db_name, threshold))
+    return directory
 
 
 @pytest.fixture
-def outlier_any_backend(private_remold, direct_client, make_client, db_name, tmp_path):
+def outlier(private_remold, direct_client, make_client, db_name, tmp_path):
     """start(threshold): a remold with the rule; `ruled` the collection
     through it, `flat` the oracle's plain copy, `stored` and `pages` the
-    ruled collection and its overflow read directly."""
+    ruled collection and its overflow read directly. Skipped where the
+    rule cannot work (see backend_lacks)."""
+    failure = rule_fails(lambda rules: private_remold(extra_args=("--rules", str(rules))), direct_client, tmp_path)
+    if failure:
+        pytest.skip(failure)
     started = []
 
     def start(threshold: int) -> SimpleNamespace:
         assert not started, "one remold per test"
-        rules = tmp_path / "rules"
-        rules.mkdir()
-        (rules / "books.yaml").write_text(rule_text(db_name, threshold))
-        remold = private_remold(extra_args=("--rules", str(rules)))
-        client = make_client(remold.uri)
-        db = client.get_database(db_name, codec_options=SON_OPTIONS)
-        direct = direct_client.get_database(db_name, codec_options=SON_OPTIONS)
-        env = SimpleNamespace(remold=remold, threshold=threshold, db=db, direct=direct, name=db_name,
-                              ruled=db[RULED], flat=direct[FLAT], stored=direct[RULED], pages=direct[OVERFLOW],
-                              client=lambda: make_client(remold.uri))
-        started.append(env)
-        return env
+        rules = write_rule(tmp_path / "rules", db_name, threshold)
+        started.append(open_env(private_remold(extra_args=("--rules", str(rules))), make_client, direct_client,
+                                db_name, threshold))
+        return started[0]
 
     yield start
     drop_database_after_kills(direct_client, db_name)
@@ -199,6 +258,80 @@ def outcome(call):
             return (type(exc).__name__, exc.code)
 
 
+def oracle(call):
+    """What the flat copy answered. Skips the test when the backend cannot
+    answer it on a plain collection (an error without a code, or a closed
+    connection: mongo-java-server's own gaps, such as a $slice
+    projection): there is nothing to compare remold's answer with."""
+    try:
+        want = outcome(call)
+    except AutoReconnect as exc:
+        pytest.skip(f"the backend closed the connection on this read of a plain collection: {exc}")
+    if want[0] == "OperationFailure" and want[1] is None:
+        pytest.skip("the backend fails this read of a plain collection without an error code")
+    return want
+
+
+# Reads a backend may answer wrong on a plain collection (mongo-java-server
+# does): the case, and what it needs.
+PLAIN_GAP_CASES = {
+    "$slice of the first elements": "a $slice projection",
+    "$slice of the last elements": "a $slice projection",
+    "$slice [skip, limit] into the pages": "a $slice projection",
+    "$slice [-skip, limit]": "a $slice projection",
+    "$slice with an inclusion": "a $slice projection",
+    "$slice beside a filter on an overflowed element": "a $slice projection",
+    "computed projection": "a find projection computing a value",
+    "projection of a field of elements": "an aggregate $project of a field of array elements",
+    "the array's elements": "a distinct through an aggregate keeping a null element",
+    "the elements of documents matched by an overflowed element": "a distinct through an aggregate keeping a null element",
+}
+_PLAIN_GAPS: dict = {}
+
+
+def plain_gaps(client) -> set:
+    """What the backend answers wrong on a plain collection, probed once."""
+    key = tuple(client.address or ())
+    if key in _PLAIN_GAPS:
+        return _PLAIN_GAPS[key]
+    gaps = set()
+    probe = client[f"e2e_py_outlier_probe_{uuid.uuid4().hex[:8]}"].probe
+    try:
+        probe.insert_many([{"_id": 1, "a": [1, 2, 3, 4], "t": "x"}, {"_id": 2, "t": "y"}, {"_id": 3, "a": [None, 1]},
+                           {"_id": 4, "a": [{"k": 1, "x": 2}, {"x": 3}]}])
+        tries = [
+            ("a $slice projection", lambda: probe.find_one({"_id": 1}, {"a": {"$slice": [1, 2]}}),
+             {"_id": 1, "a": [2, 3], "t": "x"}),
+            ("a find projection computing a value", lambda: probe.find_one({"_id": 1}, {"n": {"$size": "$a"}}),
+             {"_id": 1, "n": 4}),
+            ("distinct of an array's elements", lambda: probe.distinct("a", {"_id": {"$lt": 3}}), [1, 2, 3, 4]),
+            # remold's distinct through the view (rewrite/distinct_reply.h).
+            ("a distinct through an aggregate keeping a null element", lambda: sorted(
+                map(str, next(probe.aggregate([
+                    {"$match": {"_id": 3}}, {"$unwind": {"path": "$a", "preserveNullAndEmptyArrays": True}},
+                    {"$match": {"a": {"$exists": True}}},
+                    {"$group": {"_id": None, "values": {"$addToSet": "$a"}}}]))["values"])), ["1", "None"]),
+            # A find projecting a field of the array's elements runs as an aggregate.
+            ("an aggregate $project of a field of array elements", lambda: list(probe.aggregate([
+                {"$match": {"_id": 4}}, {"$project": {"a.k": 1}}])), [{"_id": 4, "a": [{"k": 1}, {}]}]),
+            # The guard of remold's own rewrites ($$ROOT equal to the document
+            # as read) must see an element appended since.
+            ("an $expr equality of whole arrays",
+             lambda: probe.count_documents({"_id": 1, "$expr": {"$eq": ["$$ROOT", {"$literal": {
+                 "_id": 1, "a": [1, 2, 3], "t": "x"}}]}}), 0),
+        ]
+        for gap, call, right in tries:
+            try:
+                if call() != right:
+                    gaps.add(gap)
+            except (OperationFailure, AutoReconnect):
+                gaps.add(gap)
+    finally:
+        client.drop_database(probe.database.name)
+    _PLAIN_GAPS[key] = gaps
+    return gaps
+
+
 def everything(collection) -> list:
     return list(collection.find().sort("_id", 1))
 
@@ -214,14 +347,37 @@ def first_difference(got: list, want: list) -> str:
 # The stored form, read directly.
 
 
+def values_in(document) -> list:
+    """Every value of a document, nested ones included."""
+    out = []
+    for v in document.values():
+        out.append(v)
+        if isinstance(v, dict):
+            out.extend(values_in(v))
+    return out
+
+
+def overflow_contents(env) -> tuple[list, list]:
+    """(the pages: documents {_id, parent, seq, elements}, sorted by parent
+    and seq; remold's other bookkeeping there, such as the record of a key
+    whose pages are kept a while for readers that read it before a write
+    (patterns/outlier/writes.cc))."""
+    pages, other = [], []
+    for d in env.pages.find():
+        (pages if "seq" in d and "elements" in d else other).append(d)
+    pages.sort(key=lambda p: (repr(p["parent"]), p["seq"]))
+    return pages, other
+
+
 def stored_form(env) -> tuple[dict, list[str], list]:
     """(the documents rebuilt from the stored form by _id, problems with
     it, the stored documents). A marked document: `threshold` elements
     embedded, pages 0..P-1 of exactly `threshold`, a tail shorter than
-    that, the marker last; no page belongs to no document."""
+    that, the marker last. A page no document names is a problem unless
+    remold keeps a record of its key (retired: deleted after a while)."""
     n = env.threshold
     docs = everything(env.stored)
-    pages = list(env.pages.find().sort([("parent", 1), ("seq", 1)]))
+    pages, bookkeeping = overflow_contents(env)
     by_key = defaultdict(list)
     for page in pages:
         by_key[page["parent"]].append(page)
@@ -235,7 +391,7 @@ def stored_form(env) -> tuple[dict, list[str], list]:
         what = f"document {show(doc['_id'])}"
         if list(doc)[-1] != MARKER:
             problems.append(f"{what}: the marker is not its last field ({list(doc)})")
-        if list(marker) != ["key", "pages", "tail"]:
+        if list(marker) not in (["key", "pages", "tail"], ["key", "pages"]) or marker.get("tail", [None]) == []:
             problems.append(f"{what}: marker fields {list(marker)}")
         embedded = doc.get(ARRAY)
         if not isinstance(embedded, list) or len(embedded) != n:
@@ -247,20 +403,33 @@ def stored_form(env) -> tuple[dict, list[str], list]:
         for page in mine:
             if len(page["elements"]) != n:
                 problems.append(f"{what}: page {page['seq']} holds {len(page['elements'])} elements, expected {n}")
-        if len(marker["tail"]) >= n:
-            problems.append(f"{what}: tail of {len(marker['tail'])} elements (threshold {n})")
+        if len(marker.get("tail", [])) >= n:
+            problems.append(f"{what}: tail of {len(marker.get('tail', []))} elements (threshold {n})")
         rebuilt = SON()
         for k, v in doc.items():
             if k == ARRAY:
-                v = list(embedded) + [e for p in mine for e in p["elements"]] + list(marker["tail"])
+                v = list(embedded) + [e for p in mine for e in p["elements"]] + list(marker.get("tail", []))
             if k != MARKER:
                 rebuilt[k] = v
         whole[doc["_id"]] = rebuilt
-    orphans = [p for p in pages if p["parent"] not in keys]
+    recorded = [v for d in bookkeeping for v in values_in(d)]
+    orphans = {show(p["parent"]) for p in pages if p["parent"] not in keys and p["parent"] not in recorded}
     if orphans:
-        problems.append(f"{len(orphans)} pages name no document: "
-                        f"{sorted({show(p['parent']) for p in orphans})}")
+        problems.append(f"pages of keys no document names and remold keeps no record of: {sorted(orphans)}")
     return whole, problems, docs
+
+
+def pages_of(env, key) -> int:
+    return sum(1 for p in overflow_contents(env)[0] if p["parent"] == key)
+
+
+def age_bookkeeping(env, by: dt.timedelta) -> None:
+    """Moves every date in remold's bookkeeping in the overflow collection
+    `by` into the past: what it keeps for a while is then due."""
+    for d in overflow_contents(env)[1]:
+        dates = {k: v - by for k, v in d.items() if isinstance(v, dt.datetime)}
+        if dates:
+            env.pages.update_one({"_id": d["_id"]}, {"$set": dates})
 
 
 def assert_stored_same(env, what: str) -> None:
@@ -287,7 +456,9 @@ def both(env, what: str, call: Callable, check: bool = True):
     """Runs `call` on the ruled collection and on the flat copy: the same
     answer, then the same documents."""
     got = outcome(lambda: call(env.ruled))
-    want = outcome(lambda: call(env.flat))
+    want = oracle(lambda: call(env.flat))
+    if VERBOSE:
+        print(f"\n{what}: {str(got)[:200]}")
     assert got == want, f"{what}:\n  remold answered {got}\n  flat answered   {want}"
     if check:
         assert_same(env, what)
@@ -336,6 +507,9 @@ WRITE_CASES = [
                                   SON([("_id", 14), (ARRAY, [])])])),
         ("insert_one with a used _id and a long array",
          lambda c: c.insert_one(SON([("_id", 2), (ARRAY, [f"d{i}" for i in range(12)])]))),
+        ("insert_many ordered stopping at a used _id",
+         lambda c: c.insert_many([SON([("_id", 16), (ARRAY, list(range(9)))]), SON([("_id", 2), (ARRAY, [])]),
+                                  SON([("_id", 17), (ARRAY, list(range(9)))])])),
         ("insert_many unordered with a used _id",
          lambda c: c.insert_many([SON([("_id", 13), (ARRAY, list(range(20)))]),
                                   SON([("_id", 15), (ARRAY, list(range(20)))])], ordered=False)),
@@ -358,6 +532,11 @@ WRITE_CASES = [
         ("$push by a filter on the array", lambda c: c.update_one({ARRAY: "b7"}, {"$push": {ARRAY: "b16"}})),
         ("$push on a non-array field", lambda c: c.update_one({"_id": 2}, {"$push": {"title": "x"}})),
         ("$push by _id that matches nothing", lambda c: c.update_one({"_id": 99}, {"$push": {ARRAY: "q"}})),
+        ("$push and $pull of the array at once (a conflict)",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: "a"}, "$pull": {ARRAY: "b1"}})),
+        ("$push by _id with $inc beside it, across a full tail",
+         lambda c: c.update_one({"_id": 2}, {"$push": {ARRAY: {"$each": ["c1", "c2", "c3", "c4"]}},
+                                             "$inc": {"n": 1}})),
     ]),
     ("push_each", [
         ("$each below", lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": ["a3"]}}})),
@@ -440,6 +619,13 @@ WRITE_CASES = [
          lambda c: c.update_one({"_id": 3}, {"$set": {ARRAY: objects(*range(20, 30))}})),
         ("$unset of the array", lambda c: c.update_one({"_id": 3}, {"$unset": {ARRAY: ""}})),
         ("$set of the array to a scalar", lambda c: c.update_one({"_id": 5}, {"$set": {ARRAY: "none"}})),
+        ("$rename of an overflowed array", lambda c: c.update_one({"_id": 2}, {"$rename": {ARRAY: "old"}})),
+        ("$rename of a field to the array's name", lambda c: c.update_one({"_id": 2}, {"$rename": {"old": ARRAY}})),
+        ("pipeline update appending to an overflowed array",
+         lambda c: c.update_one({"_id": 2}, [{"$set": {ARRAY: {"$concatArrays": [f"${ARRAY}", ["p1", "p2"]]}}}])),
+        ("pipeline update reading the array's size",
+         lambda c: c.update_many({}, [{"$set": {"size": {"$size": {
+             "$cond": [{"$isArray": f"${ARRAY}"}, f"${ARRAY}", []]}}}}])),
     ]),
     ("set_element", [
         ("$set of an embedded element", lambda c: c.update_one({"_id": 2}, {"$set": {f"{ARRAY}.1": "E1"}})),
@@ -452,18 +638,24 @@ WRITE_CASES = [
         ("positional $ on an element in a page",
          lambda c: c.update_one({"_id": 2, ARRAY: "b8"}, {"$set": {f"{ARRAY}.$": "B8"}})),
         ("all positional $[]", lambda c: c.update_one({"_id": 3}, {"$inc": {f"{ARRAY}.$[].k": 1}})),
+        ("$set by arrayFilters on elements in pages and tail",
+         lambda c: c.update_one({"_id": 2}, {"$set": {f"{ARRAY}.$[e]": "X"}},
+                                array_filters=[{"e": {"$in": ["b5", "b9", "b0"]}}])),
+        ("$inc by arrayFilters on document elements",
+         lambda c: c.update_many({"title": "objects"}, {"$inc": {f"{ARRAY}.$[e].k": 1000}},
+                                 array_filters=[{"e.k": {"$gte": 6}}])),
         ("$set past the end of a short document",
          lambda c: c.update_one({"_id": 1}, {"$set": {f"{ARRAY}.6": "far"}})),
     ]),
     ("replace", [
+        ("replace by a filter on an overflowed element",
+         lambda c: c.replace_one({ARRAY: "b9"}, SON([(ARRAY, list(range(7)))]))),
         ("replace a short document by a long one",
          lambda c: c.replace_one({"_id": 1}, SON([("title", "now long"), (ARRAY, list(range(10))), ("m", 1)]))),
         ("replace an overflowed document by a short one",
          lambda c: c.replace_one({"_id": 2}, SON([(ARRAY, ["r"]), ("title", "short now")]))),
         ("replace an overflowed document by one without the array",
          lambda c: c.replace_one({"_id": 3}, SON([("title", "none")]))),
-        ("replace by a filter on an overflowed element",
-         lambda c: c.replace_one({ARRAY: "b9"}, SON([(ARRAY, list(range(7)))]))),
         ("replace_one upsert with a long array",
          lambda c: c.replace_one({"_id": 30}, SON([(ARRAY, list(range(9)))]), upsert=True)),
     ]),
@@ -478,6 +670,10 @@ WRITE_CASES = [
                                                      "$setOnInsert": {"_id": 21}}, upsert=True)),
         ("upsert $push by _id inserting, below",
          lambda c: c.update_one({"_id": 22}, {"$push": {ARRAY: "one"}}, upsert=True)),
+        ("upsert $push by _id and an element, inserting (a conflict)",
+         lambda c: c.update_one({"_id": 23, ARRAY: "x"}, {"$push": {ARRAY: "y"}}, upsert=True)),
+        ("upsert $addToSet $each by _id inserting",
+         lambda c: c.update_one({"_id": 24}, {"$addToSet": {ARRAY: {"$each": list(range(8))}}}, upsert=True)),
         ("upsert $push again onto what it inserted",
          lambda c: c.update_one({"_id": 20}, {"$push": {ARRAY: "u6"}}, upsert=True)),
     ]),
@@ -519,7 +715,7 @@ WRITE_CASES = [
     ("delete", [
         ("delete_one of an overflowed document", lambda c: c.delete_one({"_id": 2})),
         ("delete_one of a short document", lambda c: c.delete_one({"_id": 1})),
-        ("delete_many by an overflowed element", lambda c: c.delete_many({ARRAY: "c7"})),
+        ("delete_many by a field of an overflowed element", lambda c: c.delete_many({f"{ARRAY}.name": "c7"})),
         ("delete_one by $size", lambda c: c.delete_one({ARRAY: {"$size": 4}})),
         ("insert again", lambda c: c.insert_many([SON([("_id", i), (ARRAY, list(range(i)))]) for i in (6, 9, 13)])),
         ("delete_many of everything", lambda c: c.delete_many({})),
@@ -569,12 +765,42 @@ def read_documents() -> list:
     ]
 
 
-@pytest.fixture
-def read_env(outlier):
+@pytest.fixture(scope="module")
+def read_env(backend, direct_client, tmp_path_factory):
     """The read documents in both collections, some of them grown by
     $push so their tails hold elements, and a plain `orders` collection
-    that names books and buyers."""
-    env = outlier(READ_THRESHOLD)
+    that names books and buyers. Shared by the read tests of the module
+    (they write nothing), with a remold and a database of their own."""
+    tmp = tmp_path_factory.mktemp("outlier_reads")
+    started: list[Remold] = []
+    clients: list = []
+
+    def start_with(rules: Path) -> Remold:
+        started.append(start_remold(backend.uri, extra_args=("--rules", str(rules))))
+        return started[-1]
+
+    def make_client(uri: str):
+        clients.append(pymongo.MongoClient(uri, serverSelectionTimeoutMS=10_000))
+        return clients[-1]
+
+    db_name = f"e2e_py_outlier_reads_{uuid.uuid4().hex[:8]}"
+    try:
+        failure = rule_fails(start_with, direct_client, tmp)
+        if failure:
+            pytest.skip(failure)
+        env = open_env(start_with(write_rule(tmp / "rules", db_name, READ_THRESHOLD)), make_client, direct_client,
+                       db_name, READ_THRESHOLD)
+        yield seed_reads(env)
+    finally:
+        for c in clients:
+            c.close()
+        for remold in started:
+            remold.kill()
+            remold.stderr_path.unlink(missing_ok=True)
+        drop_database_after_kills(direct_client, db_name)
+
+
+def seed_reads(env) -> SimpleNamespace:
     both(env, "insert", lambda c: c.insert_many(copy.deepcopy(read_documents())), check=False)
     for k in range(3):
         both(env, "push", lambda c: c.update_one({"_id": 8}, {"$push": {ARRAY: f"t{k}"}}), check=False)
@@ -595,10 +821,6 @@ def sides(env):
     """(ruled side, flat side): the collection and its database."""
     return (SimpleNamespace(coll=env.ruled, db=env.db, name=RULED),
             SimpleNamespace(coll=env.flat, db=env.direct, name=FLAT))
-
-
-def by_id(cursor_or_list):
-    return sorted(cursor_or_list, key=lambda d: repr(d.get("_id")))
 
 
 FILTERS = {
@@ -635,16 +857,21 @@ def test_filters_match_overflowed_elements(read_env, name):
     and the count command."""
     filt = FILTERS[name]
     ruled, flat = sides(read_env)
+    ids = lambda docs: [d["_id"] for d in docs]  # noqa: E731
     got = outcome(lambda: ruled.coll.find(filt).sort("_id", 1))
-    want = outcome(lambda: flat.coll.find(filt).sort("_id", 1))
-    assert got == want, f"find {filt}:\n  remold {got}\n  flat   {want}"
-    assert want[0] == "arr"
+    want = oracle(lambda: flat.coll.find(filt).sort("_id", 1))
+    assert same(f"find {filt}", got, want) and want[0] == "arr"
+    if VERBOSE:
+        print(f"  selects {ids(flat.coll.find(filt).sort('_id', 1))}")
     got = outcome(lambda: ruled.coll.count_documents(filt))
-    want = outcome(lambda: flat.coll.count_documents(filt))
-    assert got == want, f"count_documents {filt}: remold {got}, flat {want}"
+    want = oracle(lambda: flat.coll.count_documents(filt))
+    assert same(f"count_documents {filt}", got, want)
     got = outcome(lambda: ruled.db.command("count", ruled.name, query=filt)["n"])
-    want = outcome(lambda: flat.db.command("count", flat.name, query=filt)["n"])
-    assert got == want, f"count {filt}: remold {got}, flat {want}"
+    want = oracle(lambda: flat.db.command("count", flat.name, query=filt)["n"])
+    assert same(f"count {filt}", got, want)
+    got = outcome(lambda: ruled.db.command("count", ruled.name, query=filt, skip=1, limit=2)["n"])
+    want = oracle(lambda: flat.db.command("count", flat.name, query=filt, skip=1, limit=2)["n"])
+    assert same(f"count {filt} skip 1 limit 2", got, want)
 
 
 FINDS = {
@@ -666,6 +893,10 @@ FINDS = {
     "$slice [skip, limit] into the pages": lambda c: c.find({}, {ARRAY: {"$slice": [5, 3]}}).sort("_id", 1),
     "$slice [-skip, limit]": lambda c: c.find({}, {ARRAY: {"$slice": [-6, 2]}}).sort("_id", 1),
     "$slice with an inclusion": lambda c: c.find({}, {"title": 1, ARRAY: {"$slice": [4, 4]}}).sort("_id", 1),
+    "$slice beside a filter on an overflowed element":
+        lambda c: c.find({ARRAY: "l20"}, {ARRAY: {"$slice": [18, 10]}}).sort("_id", 1),
+    "sort by another field, batches of one, array kept":
+        lambda c: c.find({"n": {"$gte": 2}}, {ARRAY: 1, "title": 1}).sort("n", -1).batch_size(1),
     "computed projection": lambda c: c.find({}, {"size": {"$size": {"$ifNull": [f"${ARRAY}", []]}}}).sort("_id", 1),
 }
 
@@ -676,8 +907,11 @@ def test_finds_match_the_flat_copy(read_env, name):
     excluded, included, sliced, computed from) answers as on the flat copy."""
     call = FINDS[name]
     ruled, flat = sides(read_env)
-    got, want = outcome(lambda: call(ruled.coll)), outcome(lambda: call(flat.coll))
-    assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+    if name in PLAIN_GAP_CASES and PLAIN_GAP_CASES[name] in plain_gaps(flat.coll.database.client):
+        pytest.skip(f"this backend answers {PLAIN_GAP_CASES[name]} wrong on a plain collection: nothing to compare")
+    want = oracle(lambda: call(flat.coll))
+    got = outcome(lambda: call(ruled.coll))
+    assert same(name, got, want)
 
 
 FIND_ONLY_PROJECTIONS = {
@@ -692,13 +926,22 @@ def test_find_only_projections_answer_or_are_refused_clearly(read_env, name):
     copy does, or is refused with InvalidOptions naming the rule."""
     call = FIND_ONLY_PROJECTIONS[name]
     ruled, flat = sides(read_env)
-    want = outcome(lambda: call(flat.coll))
+    want = oracle(lambda: call(flat.coll))
     try:
         got = summarize(call(ruled.coll))
     except OperationFailure as exc:
         assert exc.code == INVALID_OPTIONS and "outlier rule" in str(exc), f"{name}: refused with {exc!r}"
+        if VERBOSE:
+            print(f"\n{name}: refused, {exc.code}: {exc.details.get('errmsg')}")
         return
+    assert same(name, got, want)
+
+
+def same(name: str, got, want) -> bool:
+    if VERBOSE:
+        print(f"\n{name}: {str(got)[:200]}")
     assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+    return True
 
 
 def sorted_values(values: list) -> list:
@@ -720,9 +963,11 @@ def test_distinct_matches_the_flat_copy(read_env, name):
     filter on them gives the flat copy's values."""
     key, filt = DISTINCTS[name]
     ruled, flat = sides(read_env)
+    if name in PLAIN_GAP_CASES and PLAIN_GAP_CASES[name] in plain_gaps(flat.coll.database.client):
+        pytest.skip(f"this backend answers {PLAIN_GAP_CASES[name]} wrong on a plain collection: nothing to compare")
     got = outcome(lambda: sorted_values(ruled.coll.distinct(key, filt)))
-    want = outcome(lambda: sorted_values(flat.coll.distinct(key, filt)))
-    assert got == want, f"distinct {key} {filt}:\n  remold {got}\n  flat   {want}"
+    want = oracle(lambda: sorted_values(flat.coll.distinct(key, filt)))
+    assert same(f"distinct {key} {filt}", got, want)
 
 
 AGGREGATES = {
@@ -744,6 +989,12 @@ AGGREGATES = {
         {"$sort": {"_id": 1}}],
     "the whole documents": lambda side: [{"$sort": {"_id": 1}}],
     "$count": lambda side: [{"$match": {ARRAY: {"$size": 26}}}, {"$count": "n"}],
+    "$lookup from the ruled collection into a plain one": lambda side: [
+        {"$lookup": {"from": "orders", "localField": ARRAY, "foreignField": "buyer", "as": "orders"}},
+        {"$project": {"orders": "$orders._id", "n": 1}}, {"$sort": {"_id": 1}}],
+    "$group over the arrays' sizes": lambda side: [
+        {"$group": {"_id": None, "elements": {"$sum": {"$size": {"$ifNull": [f"${ARRAY}", []]}}},
+                    "longest": {"$max": {"$size": {"$ifNull": [f"${ARRAY}", []]}}}}}],
 }
 
 
@@ -754,8 +1005,8 @@ def test_aggregates_match_the_flat_copy(read_env, name):
     pipeline = AGGREGATES[name]
     ruled, flat = sides(read_env)
     got = outcome(lambda: ruled.coll.aggregate(pipeline(ruled)))
-    want = outcome(lambda: flat.coll.aggregate(pipeline(flat)))
-    assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+    want = oracle(lambda: flat.coll.aggregate(pipeline(flat)))
+    assert same(name, got, want)
 
 
 LOOKUPS = {
@@ -783,8 +1034,8 @@ def test_lookup_from_a_plain_collection(read_env, name):
     pipeline = LOOKUPS[name]
     ruled, flat = sides(read_env)
     got = outcome(lambda: ruled.db.orders.aggregate(pipeline(ruled)))
-    want = outcome(lambda: flat.db.orders.aggregate(pipeline(flat)))
-    assert got == want, f"{name}:\n  remold {got}\n  flat   {want}"
+    want = oracle(lambda: flat.db.orders.aggregate(pipeline(flat)))
+    assert same(name, got, want)
 
 
 # --------------------------------------------------------------------------
@@ -793,7 +1044,7 @@ def test_lookup_from_a_plain_collection(read_env, name):
 
 def test_stored_form_below_and_above_the_threshold(outlier):
     """A document at or below the threshold is stored exactly as written (no
-    marker, nothing in the overflow collection); one above keeps exactly
+    marker, no page); one above keeps exactly
     `threshold` elements and the rest in pages of `threshold` plus a tail
     shorter than it; appends fill the tail and move it to a new page once
     full."""
@@ -802,12 +1053,12 @@ def test_stored_form_below_and_above_the_threshold(outlier):
     long = SON([("_id", 2), ("title", "long"), (ARRAY, [f"e{i}" for i in range(17)]), ("after", True)])
     both(env, "insert", lambda c: c.insert_many([copy.deepcopy(short), copy.deepcopy(long)]))
     assert canon(env.stored.find_one({"_id": 1})) == canon(short)
-    assert env.pages.count_documents({}) == 2
+    assert len(overflow_contents(env)[0]) == 2
     stored = env.stored.find_one({"_id": 2})
     assert list(stored) == ["_id", "title", ARRAY, "after", MARKER]
     assert stored[ARRAY] == long[ARRAY][:5]
     marker = stored[MARKER]
-    assert marker["pages"] == 2 and marker["tail"] == long[ARRAY][15:]
+    assert marker["pages"] == 2 and marker.get("tail", []) == long[ARRAY][15:]
     pages = list(env.pages.find({"parent": marker["key"]}).sort("seq", 1))
     assert [p["elements"] for p in pages] == [long[ARRAY][5:10], long[ARRAY][10:15]]
     assert all(list(p) == ["_id", "parent", "seq", "elements"] for p in pages)
@@ -820,9 +1071,9 @@ def test_stored_form_below_and_above_the_threshold(outlier):
         assert stored[MARKER]["key"] == marker["key"], "an append keeps the document's key"
         expected_tail = [f"e{j}" for j in range(15, i + 1)]
         if len(expected_tail) >= 5:
-            assert stored[MARKER]["pages"] == 3 and stored[MARKER]["tail"] == expected_tail[5:]
+            assert stored[MARKER]["pages"] == 3 and stored[MARKER].get("tail", []) == expected_tail[5:]
         else:
-            assert stored[MARKER]["pages"] == 2 and stored[MARKER]["tail"] == expected_tail
+            assert stored[MARKER]["pages"] == 2 and stored[MARKER].get("tail", []) == expected_tail
     assert [p["elements"] for p in env.pages.find({"parent": marker["key"]}).sort("seq", 1)][2] == \
         [f"e{j}" for j in range(15, 20)]
 
@@ -831,42 +1082,80 @@ def test_stored_form_below_and_above_the_threshold(outlier):
     assert MARKER not in env.stored.find_one({"_id": 1})
 
 
+def assert_retired(env, key, what: str) -> None:
+    """No document names `key`; its pages are gone, or remold keeps a
+    record of the key (they go once due)."""
+    assert env.stored.count_documents({f"{MARKER}.key": key}) == 0, f"{what}: a document still names the key"
+    pages, other = overflow_contents(env)
+    n = sum(1 for p in pages if p["parent"] == key)
+    assert n == 0 or key in [v for d in other for v in values_in(d)], \
+        f"{what}: {n} pages of a key no document names, and remold keeps no record of it"
+
+
+def retire_one_more(env, check: bool = True) -> None:
+    """A write that retires a key (after age_bookkeeping: the one that
+    sweeps what is due)."""
+    both(env, "insert a long document", lambda c: c.insert_one(SON([("_id", "spare"), (ARRAY, list(range(3 * env.threshold)))])),
+         check=check)
+    both(env, "delete it", lambda c: c.delete_one({"_id": "spare"}), check=check)
+
+
+LONG_AGO = dt.timedelta(minutes=10)
+
+
 def test_rewrite_of_an_overflowed_array_replaces_its_pages(outlier):
     """A write that rewrites an overflowed array (a $pull) stores it under a
-    new key; the old key's pages are deleted; shrinking below the
-    threshold leaves the document as written and no pages."""
+    new key, with pages of its own; the old key's pages are retired, and
+    deleted by a later write once due (the test ages remold's record of
+    them rather than wait); shrinking below the threshold leaves the
+    document exactly as written and, in the end, no pages."""
     env = outlier(3)
     both(env, "insert", lambda c: c.insert_one(SON([("_id", 1), (ARRAY, list(range(10)))])))
     old_key = env.stored.find_one({"_id": 1})[MARKER]["key"]
     both(env, "$pull", lambda c: c.update_one({"_id": 1}, {"$pull": {ARRAY: 4}}))
     new_key = env.stored.find_one({"_id": 1})[MARKER]["key"]
     assert new_key != old_key
-    assert env.pages.count_documents({"parent": old_key}) == 0
-    assert env.pages.count_documents({"parent": new_key}) == 2
+    assert_retired(env, old_key, "after the $pull")
+    assert pages_of(env, new_key) == 2
+    age_bookkeeping(env, LONG_AGO)
     both(env, "$slice to 2", lambda c: c.update_one({"_id": 1}, {"$push": {ARRAY: {"$each": [], "$slice": 2}}}))
     assert canon(env.stored.find_one({"_id": 1})) == canon(SON([("_id", 1), (ARRAY, [0, 1])]))
-    assert env.pages.count_documents({}) == 0
+    assert pages_of(env, old_key) == 0, "the old key's pages, due, are deleted by the next write that retires one"
+    assert_retired(env, new_key, "after the $slice")
+    age_bookkeeping(env, LONG_AGO)
+    retire_one_more(env)
+    assert pages_of(env, new_key) == 0
 
 
 def test_delete_leaves_no_pages_and_drop_removes_the_overflow(outlier):
     """Deleting an overflowed document (by _id, by a filter on an overflowed
-    element, all at once) leaves no page of it; dropping the collection
+    element, by another field, all at once) leaves no page of it: its
+    pages are retired at once and deleted by a later write once due
+    (remold keeps them a while for readers that read the document before;
+    the test ages that record rather than wait). Dropping the collection
     through remold drops the overflow collection too."""
     env = outlier(3)
     docs = [SON([("_id", i), ("g", i % 2), (ARRAY, [f"{i}-{j}" for j in range(3 * i + 1)])]) for i in range(8)]
     both(env, "insert", lambda c: c.insert_many(copy.deepcopy(docs)))
     keys = {d["_id"]: d[MARKER]["key"] for d in env.stored.find({MARKER: {"$exists": True}})}
     assert set(keys) == set(range(1, 8))
-    both(env, "delete_one by _id", lambda c: c.delete_one({"_id": 3}))
-    assert env.pages.count_documents({"parent": keys[3]}) == 0
-    both(env, "delete_one by an overflowed element", lambda c: c.delete_one({ARRAY: "5-14"}))
-    assert env.pages.count_documents({"parent": keys[5]}) == 0
-    both(env, "delete_many by another field", lambda c: c.delete_many({"g": 0}))
-    for i in (2, 4, 6):
-        assert env.pages.count_documents({"parent": keys[i]}) == 0
-    assert env.pages.count_documents({}) > 0
-    both(env, "delete_many of the rest", lambda c: c.delete_many({}))
-    assert env.pages.count_documents({}) == 0
+    assert all(pages_of(env, keys[i]) == (3 * i + 1 - 3) // 3 for i in keys)
+    steps = [("delete_one by _id", lambda c: c.delete_one({"_id": 3}), [3]),
+             ("delete_one by an overflowed element", lambda c: c.delete_one({ARRAY: "5-14"}), [5]),
+             ("delete_many by another field", lambda c: c.delete_many({"g": 0}), [2, 4, 6]),
+             ("delete_many of the rest", lambda c: c.delete_many({}), [1, 7])]
+    due: list = []
+    for what, call, deleted in steps:
+        both(env, what, call)
+        for i in deleted:
+            assert_retired(env, keys[i], what)
+        for i in due:
+            assert pages_of(env, keys[i]) == 0, f"after {what}: the pages of document {i}, due, are still there"
+        due = deleted
+        age_bookkeeping(env, LONG_AGO)
+    retire_one_more(env)
+    for i in keys:
+        assert pages_of(env, keys[i]) == 0
 
     both(env, "insert again", lambda c: c.insert_many(copy.deepcopy(docs)))
     assert OVERFLOW in env.direct.list_collection_names()
@@ -885,48 +1174,67 @@ CONCURRENT_PUSHES = 200
 CONCURRENT_THRESHOLD = 50
 
 
-def push_concurrently(env, targets: list, label: str) -> list[str]:
-    """Thread k pushes its values t<k>-000.. one update_one by _id at a time
-    onto targets[k], through its own client to remold and, directly, onto
-    the flat copy's same document. remold may refuse a $push with
-    WriteConflict when another write moved the document's overflow aside
-    in between (writes.h: nothing written, "send the write again"): it is
-    sent again, as the error says, and counted. Returns the errors."""
-    retried = defaultdict(int)
+def run_clients(env, workers: list, label: str) -> list[str]:
+    """Runs each worker(ruled, resend) on a thread of its own, started
+    together, `ruled` the collection through a client of its own to remold.
+    `resend(call)` runs a write and sends it again when remold refuses it
+    saying nothing was written and to send it again (WriteConflict 112
+    when another write moved the document's overflow in between;
+    ConflictingOperationInProgress 117 when the documents it stores whole
+    first kept changing), as an application would; counted by code.
+    Returns the errors."""
+    resent: dict = defaultdict(int)
     errors: list[str] = []
-    start = threading.Barrier(CONCURRENT_THREADS)
+    start = threading.Barrier(len(workers))
     lock = threading.Lock()
+
+    def resend(call):
+        for attempt in range(50):
+            try:
+                return call()
+            except OperationFailure as exc:
+                if exc.code not in RESENDABLE or "send" not in str(exc) or attempt == 49:
+                    raise
+                with lock:
+                    resent[exc.code] += 1
 
     def run(k: int) -> None:
         ruled = env.client().get_database(env.name)[RULED]
         try:
             start.wait()
-            for i in range(CONCURRENT_PUSHES):
-                value = f"t{k}-{i:03d}"
-                for attempt in range(50):
-                    try:
-                        result = ruled.update_one({"_id": targets[k]}, {"$push": {ARRAY: value}})
-                        assert result.matched_count == 1 and result.modified_count == 1, result.raw_result
-                        break
-                    except OperationFailure as exc:
-                        if exc.code != WRITE_CONFLICT or "send the write again" not in str(exc) or attempt == 49:
-                            raise
-                        with lock:
-                            retried[k] += 1
-                env.flat.update_one({"_id": targets[k]}, {"$push": {ARRAY: value}})
+            workers[k](ruled, resend)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             with lock:
                 errors.append(f"thread {k}: {exc!r}")
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(CONCURRENT_THREADS)]
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(workers))]
     began = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    print(f"\n{label}: {CONCURRENT_THREADS}x{CONCURRENT_PUSHES} pushes through remold (and directly on the flat "
-          f"copy) in {time.monotonic() - began:.1f}s; WriteConflict refusals sent again: {sum(retried.values())}")
+    print(f"\n{label}: {time.monotonic() - began:.1f}s; refusals sent again: "
+          f"{dict(resent) or 'none'} (112 WriteConflict, 117 ConflictingOperationInProgress)")
     return errors
+
+
+def pusher(env, k: int, target, n: int = CONCURRENT_PUSHES):
+    """Pushes t<k>-000.. one update_one by _id at a time onto `target`
+    through remold, then directly onto the flat copy's."""
+    def work(ruled, resend):
+        for i in range(n):
+            value = f"t{k}-{i:03d}"
+            result = resend(lambda: ruled.update_one({"_id": target}, {"$push": {ARRAY: value}}))
+            assert result.matched_count == 1 and result.modified_count == 1, result.raw_result
+            env.flat.update_one({"_id": target}, {"$push": {ARRAY: value}})
+    return work
+
+
+def push_concurrently(env, targets: list, label: str) -> list[str]:
+    """Thread k pushes its values onto targets[k] (see pusher)."""
+    return run_clients(env, [pusher(env, k, targets[k]) for k in range(len(targets))],
+                       f"{label}: {len(targets)}x{CONCURRENT_PUSHES} pushes through remold (and directly on "
+                       f"the flat copy)")
 
 
 def assert_pushed(array: list, threads: list[int], what: str) -> None:
@@ -941,14 +1249,13 @@ def assert_pushed(array: list, threads: list[int], what: str) -> None:
         assert mine == sorted(mine), f"{what}: thread {k}'s values out of order: {mine[:20]}..."
 
 
-def test_concurrent_pushes_onto_one_document(outlier_any_backend, direct_client):
+def test_concurrent_pushes_onto_one_document(outlier):
     """8 clients each $push 200 values (update_one by _id) onto the same
     document (threshold 50): afterwards it holds all 1600 exactly once,
     each client's in the order it pushed them, as the flat copy does; the
     stored form is sound (50 embedded, 31 pages of 50, a tail of 0..49).
-    Checked from the stored form and, where the backend can run the view,
-    through remold."""
-    env = outlier_any_backend(CONCURRENT_THRESHOLD)
+    Checked through remold and from the stored form."""
+    env = outlier(CONCURRENT_THRESHOLD)
     both(env, "insert", lambda c: c.insert_one(SON([("_id", "hot"), ("title", "hot"), (ARRAY, [])])), check=False)
     errors = push_concurrently(env, ["hot"] * CONCURRENT_THREADS, "one document")
     assert not errors, "\n".join(errors)
@@ -960,17 +1267,15 @@ def test_concurrent_pushes_onto_one_document(outlier_any_backend, direct_client)
     assert_pushed(whole["hot"][ARRAY], threads, "the stored form")
     assert stored[0][MARKER]["pages"] == (1600 - CONCURRENT_THRESHOLD) // CONCURRENT_THRESHOLD
     assert list(whole["hot"]) == list(flat)
-    if not view_lacks(direct_client):
-        got = env.ruled.find_one({"_id": "hot"})
-        assert canon(got) == canon(whole["hot"])
+    got = env.ruled.find_one({"_id": "hot"})
+    assert canon(got) == canon(whole["hot"])
 
 
-def test_concurrent_pushes_onto_several_documents(outlier_any_backend, direct_client):
+def test_concurrent_pushes_onto_several_documents(outlier):
     """8 clients each $push 200 values onto a document of their own
     (threshold 50): each document ends as its flat copy, element for
-    element, and the stored form is sound. Checked from the stored form
-    and, where the backend can run the view, through remold."""
-    env = outlier_any_backend(CONCURRENT_THRESHOLD)
+    element, and the stored form is sound."""
+    env = outlier(CONCURRENT_THRESHOLD)
     ids = [f"doc{k}" for k in range(CONCURRENT_THREADS)]
     both(env, "insert", lambda c: c.insert_many([SON([("_id", i), (ARRAY, [])]) for i in ids]), check=False)
     errors = push_concurrently(env, ids, "eight documents")
@@ -978,9 +1283,77 @@ def test_concurrent_pushes_onto_several_documents(outlier_any_backend, direct_cl
     whole, _, _ = stored_form(env)
     for k, i in enumerate(ids):
         assert_pushed(whole[i][ARRAY], [k], f"{i} in the stored form")
-    assert_stored_same(env, "the concurrent pushes")
-    if not view_lacks(direct_client):
-        assert_same(env, "the concurrent pushes")
+    assert_same(env, "the concurrent pushes")
+
+
+def pushes_and_pulls(env) -> list:
+    """4 clients $push 150 values each onto one document (threshold 50)
+    while 2 others $pull 50 of its 300 first values each, one at a time.
+    Returns the seed values. Skipped on a backend whose $expr compares
+    arrays by prefix: remold's guards (a document unchanged since read)
+    cannot see an append there, so the race a pull runs cannot be judged."""
+    if "an $expr equality of whole arrays" in plain_gaps(env.direct.client):
+        pytest.skip("this backend's $expr equality compares arrays by prefix (mongo-java-server): remold's "
+                    "guards cannot see an append, so concurrent pulls cannot be judged on it")
+    seed = [f"s-{i:03d}" for i in range(300)]
+    both(env, "insert", lambda c: c.insert_one(SON([("_id", "hot"), (ARRAY, list(seed))])), check=False)
+
+    def puller(j: int):
+        def work(ruled, resend):
+            for value in seed[j:100:2]:
+                result = resend(lambda: ruled.update_one({"_id": "hot"}, {"$pull": {ARRAY: value}}))
+                assert result.matched_count == 1 and result.modified_count == 1, (value, result.raw_result)
+                env.flat.update_one({"_id": "hot"}, {"$pull": {ARRAY: value}})
+        return work
+
+    errors = run_clients(env, [pusher(env, k, "hot", 150) for k in range(4)] + [puller(0), puller(1)],
+                         "4x150 pushes and 2x50 pulls on one document")
+    assert not errors, "\n".join(errors)
+    return seed
+
+
+def test_concurrent_pushes_and_pulls_on_one_document(outlier):
+    """4 clients $push 150 values each onto one document (threshold 50)
+    while 2 others $pull 50 of its 300 first values each, one at a time:
+    the pulls store the document whole, the pushes append to its tail. In
+    the end every pushed value is there exactly once and in its client's
+    order, every pulled one is gone, the others keep their order; each
+    $pull removed exactly one element; as the flat copy. Read through
+    remold and rebuilt from the stored form."""
+    env = outlier(CONCURRENT_THRESHOLD)
+    seed = pushes_and_pulls(env)
+    expected = seed[100:] + [f"t{k}-{i:03d}" for k in range(4) for i in range(150)]
+    whole, _, _ = stored_form(env)
+    got = env.ruled.find_one({"_id": "hot"})
+    assert canon(got) == canon(whole["hot"])
+    for what, array in (("through remold", got[ARRAY]), ("the flat copy", env.flat.find_one({"_id": "hot"})[ARRAY])):
+        assert len(array) == len(expected) and sorted(array) == sorted(expected), \
+            f"{what}: {len(array)} elements; missing {sorted(set(expected) - set(array))[:10]}, " \
+            f"unexpected {sorted(set(array) - set(expected))[:10]}"
+        assert array[:200] == seed[100:], f"{what}: the values not pulled moved"
+        for k in range(4):
+            mine = [v for v in array if v.startswith(f"t{k}-")]
+            assert mine == sorted(mine), f"{what}: client {k}'s values out of order"
+
+
+def test_concurrent_pushes_and_pulls_leave_no_stray_pages(outlier):
+    """After the pushes and pulls of the test above, every page belongs to
+    the document's key or to one remold has retired; once the document is
+    deleted and what is retired is due, no page of it is left."""
+    env = outlier(CONCURRENT_THRESHOLD)
+    pushes_and_pulls(env)
+    _, problems, _ = stored_form(env)
+    strays = len(overflow_contents(env)[0])
+    both(env, "delete the document", lambda c: c.delete_one({"_id": "hot"}), check=False)
+    age_bookkeeping(env, LONG_AGO)
+    retire_one_more(env, check=False)
+    pages, records = overflow_contents(env)
+    # The spare document's pages, retired by the write that swept, are due later.
+    retired_now = {repr(r["retired"]) for r in records if "retired" in r}
+    left = [p for p in pages if repr(p["parent"]) not in retired_now]
+    assert not problems and not left, \
+        f"{strays} pages before the document was deleted, {len(left)} left after it and a sweep; before: " + \
+        "; ".join(problems)[:300]
 
 
 # --------------------------------------------------------------------------
@@ -1004,7 +1377,7 @@ def big_batch(b: int) -> list:
             for i in range(b * BIG_BATCH, (b + 1) * BIG_BATCH)]
 
 
-def test_one_document_past_16_mib(outlier_any_backend):
+def test_one_document_past_16_mib(outlier, backend):
     """With threshold 1000, $push $each batches of 1000 elements
     {customer, at} onto one document through remold until it holds 400,000
     (about 19 MB as one document): no write fails, and the backend holds
@@ -1013,8 +1386,16 @@ def test_one_document_past_16_mib(outlier_any_backend):
     would pass 16 MiB (BSONObjectTooLarge, 17419 on MongoDB); the figures
     are printed (pytest -s). The plain document gets its first
     PLAIN_FROM batches as one insert (see PLAIN_FROM). Needs no read
-    through the view: it runs on every backend."""
-    env = outlier_any_backend(BIG_THRESHOLD)
+    through the view. Not run against the stand-in: mongo-java-server has
+    no 16 MiB limit (its plain collection takes all 400 batches) and is too
+    slow for it (seconds per batch on a document that size; remold's
+    appends there slow down as the pages grow, to minutes in all); it runs
+    against DocumentDB (about 30 s) or a server given by
+    REMOLD_TEST_BACKEND_URI."""
+    if backend.kind == "stand-in":
+        pytest.skip("the stand-in has no 16 MiB document limit and is too slow for this test: run it with "
+                    "REMOLD_TEST_BACKEND=documentdb")
+    env = outlier(BIG_THRESHOLD)
     env.ruled.insert_one(SON([("_id", 1), ("title", "bestseller"), (ARRAY, [])]))
     env.flat.insert_one(SON([("_id", 1), ("title", "bestseller"),
                              (ARRAY, [e for b in range(PLAIN_FROM) for e in big_batch(b)])]))
@@ -1052,29 +1433,39 @@ def test_one_document_past_16_mib(outlier_any_backend):
     pages = list(env.pages.find({"parent": marker["key"]}).sort("seq", 1))
     assert [p["seq"] for p in pages] == list(range(marker["pages"]))
     assert all(len(p["elements"]) == BIG_THRESHOLD for p in pages)
-    assert len(stored[ARRAY]) == BIG_THRESHOLD and len(marker["tail"]) < BIG_THRESHOLD
+    assert len(stored[ARRAY]) == BIG_THRESHOLD and len(marker.get("tail", [])) < BIG_THRESHOLD
     elements = list(stored[ARRAY])
     for p in pages:
         elements.extend(p["elements"])
-    elements.extend(marker["tail"])
+    elements.extend(marker.get("tail", []))
     expected = BIG_BATCHES * BIG_BATCH
     assert len(elements) == expected
     assert [e["customer"] for e in elements] == ["c%07d" % i for i in range(expected)]
     assert elements[-1] == big_batch(BIG_BATCHES - 1)[-1]
     as_one = len(bson.encode(SON([("_id", 1), ("title", "bestseller"), (ARRAY, elements)])))
     assert as_one > BSON_MAX
-    # A read that leaves the array out answers as for any document.
+    # A read that leaves the array out answers as for any document; one
+    # that returns it is refused clearly (no server could return it).
     assert canon(env.ruled.find_one({"_id": 1}, {ARRAY: 0})) == canon(SON([("_id", 1), ("title", "bestseller")]))
+    with pytest.raises(OperationFailure) as refused:
+        env.ruled.find_one({"_id": 1})
+    assert refused.value.code == BSON_OBJECT_TOO_LARGE and "outlier rule" in str(refused.value), refused.value
 
     assert "error" not in plain, repr(plain.get("error"))
     exc, reached = plain.get("failed"), plain["reached"]
     print(f"\nthrough remold: {len(elements)} elements in one document ({as_one} bytes as one BSON document; "
           f"stored as {BIG_THRESHOLD} embedded, {marker['pages']} pages of {BIG_THRESHOLD}, a tail of "
-          f"{len(marker['tail'])}) in {remold_seconds:.1f}s, no write failed.\n"
+          f"{len(marker.get('tail', []))}) in {remold_seconds:.1f}s, no write failed.\n"
           f"the plain collection: the batch taking it past {reached} elements failed: "
           + (f"{type(exc).__name__} {exc.code}: {exc.details.get('errmsg', str(exc))[:120]}" if exc else "nothing failed"))
     assert exc is not None, f"the plain collection took all {reached} elements in one document"
     assert exc.code in (10334, 17419, 17420) or "large" in str(exc).lower() or "size" in str(exc).lower(), exc
     assert 300_000 <= reached < expected
     # The plain document is as it was before the failing batch.
-    assert len(env.flat.find_one({"_id": 1}, {"n": {"$size": f"${ARRAY}"}})["n"].__str__()) and True
+    sizes = list(env.flat.aggregate([{"$project": {"n": {"$size": f"${ARRAY}"}}}]))
+    assert [d["n"] for d in sizes] == [reached]
+
+    # Deleting it takes its pages with it (retired, then deleted once due).
+    assert env.ruled.delete_one({"_id": 1}).deleted_count == 1
+    assert env.stored.count_documents({}) == 0
+    assert_retired(env, marker["key"], "after deleting the document past 16 MiB")
