@@ -10,7 +10,9 @@ std::string DocumentsToMigrate(const OutlierRule& rule, MigrationDirection direc
   if (direction == MigrationDirection::kToFlat) return MarkedFilter().ToCanonicalJson();
   return "{" + JsonQuote(kOutlierMarker) + ": {\"$exists\": false}, " +
          JsonQuote(rule.array + "." + std::to_string(rule.threshold)) + ": {\"$exists\": true}, " +
-         JsonQuote(rule.array) + ": {\"$type\": \"array\"}}";
+         // An array (an embedded document with a field named like the
+         // position has no elements to match).
+         JsonQuote(rule.array) + ": {\"$elemMatch\": {\"$exists\": true}}}";
 }
 
 Plan MigrationRound(const OutlierRule& rule, MigrationDirection direction, const std::string& rule_name) {

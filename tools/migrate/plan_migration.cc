@@ -49,7 +49,7 @@ int MigrateByPlans(const MigrationRequest& request, std::string_view pattern, co
       << (dry_run ? " (dry run: nothing is written)" : "") << "\n";
   std::unique_ptr<BackendClient> backend = ConnectBackend(request.config, "remold-migrate");
   const auto start = std::chrono::steady_clock::now();
-  int64_t left = backend->CountDocuments(rule.logical(), filter->get(), 0);
+  int64_t left = backend->CountDocuments(rule.logical(), filter->get(), kCountAll);
   if (dry_run) {
     out << "migrate: dry run: " << WithThousands(left) << " document(s) would be stored in " << form << "\n";
     return left > 0 ? kMigrationLeft : kMigrationDone;
@@ -60,7 +60,7 @@ int MigrateByPlans(const MigrationRequest& request, std::string_view pattern, co
     if (!IsOkReply(reply))
       throw BackendError("a round failed: " + FindString(reply.get(), "errmsg").value_or("no message"),
                          static_cast<int32_t>(FindInteger(reply.get(), "code").value_or(0)));
-    const int64_t now = backend->CountDocuments(rule.logical(), filter->get(), 0);
+    const int64_t now = backend->CountDocuments(rule.logical(), filter->get(), kCountAll);
     if (now < left) {
       stored += left - now;
       idle = 0;

@@ -1469,3 +1469,42 @@ def test_one_document_past_16_mib(outlier, backend):
     assert env.ruled.delete_one({"_id": 1}).deleted_count == 1
     assert env.stored.count_documents({}) == 0
     assert_retired(env, marker["key"], "after deleting the document past 16 MiB")
+
+
+# --------------------------------------------------------------------------
+# 6. remold migrate, both ways.
+
+
+def test_migrate_moves_long_arrays_aside_and_back(private_remold, direct_client, db_name, tmp_path, backend):
+    """`remold migrate` stores the documents written before the rule with
+    more than `threshold` elements in the rule's form, and is then done;
+    with `migrating: to_flat` in the rule, `--to flat` stores every
+    overflowed document whole again (without it, it is refused). Reads
+    through remold answer the documents as written all along."""
+    from test_rules import run_remold
+    db = direct_client.get_database(db_name, codec_options=SON_OPTIONS)
+    written = [SON([("_id", i), ("title", f"t{i}"), (ARRAY, [f"e{k}" for k in range(i)])]) for i in range(12)]
+    db[RULED].insert_many(copy.deepcopy(written))
+    rules = write_rule(tmp_path / "rules", db_name, 3)
+    migrate = ("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", "books")
+
+    dry = run_remold(*migrate, "--dry-run")
+    assert dry.returncode == 1 and "8 document(s) would be stored in the rule's form" in dry.stdout, dry.stdout + dry.stderr
+    assert db[RULED].count_documents({MARKER: {"$exists": True}}) == 0
+    done = run_remold(*migrate)
+    assert done.returncode == 0 and "0 left" in done.stdout, done.stdout + done.stderr
+    stored = list(db[RULED].find().sort("_id", 1))
+    assert [d["_id"] for d in stored if MARKER in d] == list(range(4, 12))
+    assert all(len(d[ARRAY]) == min(3, d["_id"]) for d in stored)
+
+    remold = private_remold(extra_args=("--rules", str(rules)))
+    with pymongo.MongoClient(remold.uri, document_class=SON) as client:
+        assert list(client[db_name][RULED].find().sort("_id", 1)) == written
+
+    refused = run_remold(*migrate, "--to", "flat")
+    assert refused.returncode == 2 and "migrating: to_flat" in refused.stderr, refused.stdout + refused.stderr
+    with open(rules / "books.yaml", "a") as rule:
+        rule.write("  migrating: to_flat\n")
+    back = run_remold(*migrate, "--to", "flat")
+    assert back.returncode == 0 and "0 left" in back.stdout, back.stdout + back.stderr
+    assert list(db[RULED].find().sort("_id", 1)) == written
