@@ -903,7 +903,7 @@ class Outlier(Family):
     join_fields = ("buyers", "title", "buyers.u")
     empty_array_fields = ("buyers", "buyers.u", "buyers.4")
     names = LOGICAL + ("o3",)
-    reads_forwarded = True  # a read of the array runs as one aggregate over the view, its getMores forwarded
+    reads_forwarded = True  # the backend's own cursor: a find sent as is (its batches made whole) or one aggregate over the view
     op_needs = {
         # c's database holds the overflow collection and its index.
         "dropIndexes": ("drop_indexes_beside_others",),
