@@ -64,7 +64,7 @@ def stored_count(db, name: str, overflow: str, _id) -> int:
     n = len(stored.get("buyers", []))
     marker = stored.get("_remold_outlier")
     if marker:
-        n += len(marker["tail"])
+        n += len(marker.get("tail", []))
         pages = db[overflow].aggregate([{"$match": {"parent": marker["key"], "seq": {"$lt": marker["pages"]}}},
                                         {"$group": {"_id": None, "n": {"$sum": {"$size": "$elements"}}}}])
         n += next(iter(pages), {"n": 0})["n"]
