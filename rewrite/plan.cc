@@ -16,6 +16,13 @@ Plan ImmediateReply(Doc reply) {
   return plan;
 }
 
+Plan Forwarded(BackendCommand command) {
+  Plan plan;
+  plan.commands.push_back(std::move(command));
+  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
+  return plan;
+}
+
 Doc FoldedCommand(const BackendCommand& command) {
   if (command.sequence_id.empty()) return command.body;
   Doc shown;

@@ -106,6 +106,9 @@ bool IsOkReply(const Doc& reply);
 // A plan that answers at once with `reply` (a refusal, or nothing to do).
 Plan ImmediateReply(Doc reply);
 
+// A plan of one command whose reply is the client's, as it is.
+Plan Forwarded(BackendCommand command);
+
 // `plan`, run after a prelude: `first`, then the commands `next` builds
 // from its reply (none: straight on), and, up to `rounds` times, `first`
 // again and its writes while it asks for some (a read limited to a batch,

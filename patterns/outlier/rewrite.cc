@@ -18,13 +18,6 @@ namespace {
 
 std::string_view FirstComponent(std::string_view path) { return path.substr(0, path.find('.')); }
 
-Plan Forwarded(BackendCommand backend) {
-  Plan plan;
-  plan.commands.push_back(std::move(backend));
-  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
-  return plan;
-}
-
 // The documents of a cursor reply's first batch, from a find or an aggregate.
 std::optional<Doc> Id(const bson_t* document) {
   auto id = Find(document, "_id");

@@ -149,13 +149,6 @@ bool ExcludesOnly(const Doc& projection) {
   return true;
 }
 
-Plan Forwarded(BackendCommand backend) {
-  Plan plan;
-  plan.commands.push_back(std::move(backend));
-  plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
-  return plan;
-}
-
 Plan UnderLogicalName(BackendCommand backend, const PolymorphicRule& rule) {
   Plan plan = Forwarded(std::move(backend));
   plan.shape = [logical = rule.logical.full()](std::span<const Doc> replies) {

@@ -163,13 +163,6 @@ class VersionedRewriter {
     return backend;
   }
 
-  static Plan Forwarded(BackendCommand backend) {
-    Plan plan;
-    plan.commands.push_back(std::move(backend));
-    plan.shape = [](std::span<const Doc> replies) { return ShapedReply{replies.front(), {}, {}, {}, {}, {}}; };
-    return plan;
-  }
-
   // With `write_back`: after a batch of documents went to the client, those
   // of them still stored at an older version are read and stored upgraded,
   // each under a guard that it is unchanged. The client's reply stands
