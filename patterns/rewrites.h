@@ -83,6 +83,30 @@ inline std::optional<std::string> ReadsRefusedOf(const Rule& rule) {
   return std::nullopt;
 }
 
+// A pattern whose view reads a collection besides its source names what
+// must exist before a pipeline that writes its output ($out, $merge) reads
+// through the view: some engines refuse such a pipeline while a $lookup in
+// it names a collection not there yet (DocumentDB: 115), where MongoDB
+// reads it as empty. Idempotent commands, run once as a Plan::ensure:
+//   std::vector<BackendCommand> ViewPrerequisites(const R&);
+template <typename R>
+concept HasViewPrerequisites = requires(const R& pattern) {
+  { ViewPrerequisites(pattern) } -> std::same_as<std::vector<BackendCommand>>;
+};
+
+// What `rule`'s view needs to exist before a pipeline that writes reads it.
+inline std::vector<BackendCommand> ViewPrerequisitesOf(const Rule& rule) {
+  std::vector<BackendCommand> out;
+  for (const PatternRule* layer : rule.layers())
+    std::visit(
+        [&]<typename R>(const R& pattern) {
+          if constexpr (HasViewPrerequisites<R>)
+            for (BackendCommand& command : ViewPrerequisites(pattern)) out.push_back(std::move(command));
+        },
+        *layer);
+  return out;
+}
+
 // The collection `rule`'s view reads: the bottom layer's.
 inline Namespace ViewSourceOf(const Rule& rule) {
   return std::visit([](const auto& pattern) { return ViewSource(pattern); }, *rule.layers().back());

@@ -121,11 +121,15 @@ std::optional<Plan> RewriteCommand(const Command& command, const RuleSet& rules,
   if (indirect.refusal) return std::move(indirect.refusal);
   const Command& effective = indirect.rewritten ? *indirect.rewritten : command;
   if (!indirect.forward) {
-    if (std::optional<Plan> plan = RewriteForTarget(effective, rules, caps)) return plan;
+    if (std::optional<Plan> plan = RewriteForTarget(effective, rules, caps)) {
+      for (BackendCommand& ensure : indirect.prerequisites) plan->ensure.push_back(std::move(ensure));
+      return plan;
+    }
   }
   if (!indirect.rewritten) return std::nullopt;
   Plan forwarded = ForwardPlan(*indirect.rewritten);
   forwarded.rule = indirect.rule;
+  forwarded.ensure = std::move(indirect.prerequisites);
   return forwarded;
 }
 

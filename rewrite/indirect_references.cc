@@ -41,10 +41,15 @@ class Planner {
   IndirectPlan Plan() {
     CommandReferences found = ReferencesOf(
         command_, [this](const Namespace& ns) { return ViewFor(ns); });
+    bool writes = false;
     for (const CommandReference& reference : found.references) {
       Decide(reference);
       if (out_.refusal) return std::move(out_);
+      writes = writes || reference.kind == ReferenceKind::kWrite;
     }
+    if (writes)
+      for (const Rule* rule : viewed_)
+        for (BackendCommand& command : ViewPrerequisitesOf(*rule)) out_.prerequisites.push_back(std::move(command));
     out_.rewritten = std::move(found.rewritten);
     return std::move(out_);
   }
@@ -56,6 +61,7 @@ class Planner {
     if (!rule || !Reshapes(*rule)) return nullptr;
     if (out_.rule.empty()) out_.rule = rule->name;
     auto [it, inserted] = views_.try_emplace(ns.full());
+    if (inserted) viewed_.push_back(rule);
     if (inserted)
       it->second = ReadView{ViewSourceOf(*rule), ViewOf(*rule), [rule](std::string_view field) {
                               return PassesThroughOf(*rule, field);
@@ -194,6 +200,7 @@ class Planner {
   const Command& command_;
   const RuleSet& rules_;
   std::map<std::string, ReadView> views_;
+  std::vector<const Rule*> viewed_;  // the rules of views_, in the order first read
   IndirectPlan out_;
 };
 

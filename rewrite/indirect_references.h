@@ -30,6 +30,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
@@ -45,6 +46,10 @@ struct IndirectPlan {
   // stream on a collection stored as written).
   bool forward = false;
   std::string rule;  // the rule that decided, for logs and metrics
+  // For a command that writes its output ($out, $merge) and reads a ruled
+  // collection through its view: what that view needs to exist first
+  // (patterns/rewrites.h, ViewPrerequisites), for the plan's ensure.
+  std::vector<BackendCommand> prerequisites;
 };
 
 IndirectPlan PlanIndirectReferences(const Command& command, const RuleSet& rules);

@@ -756,14 +756,28 @@ class OutlierRewriter {
   const Capabilities& caps_;
 };
 
+// Whether an aggregate's last stage writes its output ($out, $merge).
+bool EndsInOutput(const Command& command) {
+  auto pipeline = Find(command.body.get(), "pipeline");
+  if (!pipeline || !BSON_ITER_HOLDS_ARRAY(&*pipeline)) return false;
+  const std::vector<Doc> stages = ArrayDocuments(*pipeline);
+  if (stages.empty()) return false;
+  const std::string_view last = FirstKey(stages.back().get());
+  return last == "$out" || last == "$merge";
+}
+
 }  // namespace
 
 std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const OutlierRule& outlier,
                                    const Capabilities& caps) {
   std::optional<Plan> plan = OutlierRewriter(command, rule, outlier, caps).Rewrite();
   if (plan && !plan->immediate_reply) {
+    // A write makes the overflow collection; so does an aggregate that ends
+    // in $out or $merge, which some engines refuse (DocumentDB: 115) while
+    // the view's $lookup names a collection not there yet.
     const bool writes = command.name == "insert" || command.name == "update" || command.name == "delete" ||
-                        command.name == "findAndModify" || command.name == "findandmodify";
+                        command.name == "findAndModify" || command.name == "findandmodify" ||
+                        (command.name == "aggregate" && EndsInOutput(command));
     plan->ensure.push_back(EnsureMarkedIndex(outlier));
     plan->ensure.push_back(EnsurePagesIndex(outlier, writes));
   }

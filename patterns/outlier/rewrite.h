@@ -42,5 +42,10 @@ inline Namespace ViewSource(const OutlierRule& rule) { return rule.logical; }
 inline bool PassesThrough(const OutlierRule& rule, std::string_view field) {
   return field != rule.array && field != kOutlierMarker;
 }
+// The view looks pages up in the overflow collection: it is made before a
+// pipeline that writes its output reads through the view.
+inline std::vector<BackendCommand> ViewPrerequisites(const OutlierRule& rule) {
+  return {EnsurePagesIndex(rule, /*creates=*/true)};
+}
 
 }  // namespace remold

@@ -1038,6 +1038,35 @@ def test_lookup_from_a_plain_collection(read_env, name):
     assert same(name, got, want)
 
 
+def test_out_and_merge_before_any_overflow(outlier):
+    """Documents written before the rule, none overflowed through remold:
+    the overflow collection does not exist yet. An aggregate of the ruled
+    collection ending in $out, and one of a plain collection that $lookups
+    into it and ends in $merge, answer and write what the flat copy's do
+    (some engines refuse a pipeline that writes its output while a $lookup
+    in it names a missing collection: remold makes it first)."""
+    env = outlier(3)
+    docs = [SON([("_id", i), ("title", f"t{i}"), (ARRAY, [f"b{j}" for j in range(i)])]) for i in range(6)]
+    env.stored.insert_many(copy.deepcopy(docs))
+    env.flat.insert_many(copy.deepcopy(docs))
+    env.direct.orders.insert_many([{"_id": i, "book": i % 4} for i in range(5)])
+    assert OVERFLOW not in env.direct.list_collection_names()
+    cases = [
+        ("$out", lambda c: c.aggregate([{"$match": {ARRAY: "b1"}}, {"$out": f"{c.name}_out"}]), "_out"),
+        ("$lookup then $merge", lambda c: c.database.orders.aggregate([
+            {"$lookup": {"from": c.name, "localField": "book", "foreignField": "_id", "as": "books"}},
+            {"$merge": {"into": f"{c.name}_merged"}}]), "_merged"),
+    ]
+    for what, call, suffix in cases:
+        got = outcome(lambda: call(env.ruled))
+        want = oracle(lambda: call(env.flat))
+        assert got == want, f"{what}:\n  remold answered {got}\n  flat answered   {want}"
+        written = canon(list(env.direct[RULED + suffix].find().sort("_id", 1)))
+        expected = canon(list(env.direct[FLAT + suffix].find().sort("_id", 1)))
+        assert written == expected, f"{what} wrote {written}, the flat copy's {expected}"
+        assert written != canon([]), f"{what} wrote nothing"
+
+
 # --------------------------------------------------------------------------
 # 3. The stored form.
 

@@ -132,6 +132,11 @@ def probe(client, db_name: str) -> set[str]:
         shorter = {"$expr": {"$eq": ["$$ROOT", {"$literal": {"_id": 1, "a": ["x", "y"]}}]}}
         return db.ae.count_documents(shorter) == 0
 
+    def push_slice_zero():
+        db.ps.insert_one({"_id": 1, "a": [1, 2, 3]})
+        db.ps.update_one({"_id": 1}, {"$push": {"a": {"$each": [4], "$slice": 0}}, "$inc": {"n": 1}})
+        return db.ps.find_one({"_id": 1}) == {"_id": 1, "a": [], "n": 1}
+
     def pipeline_update():
         db.pu.insert_one({"_id": 1, "f": 2, "g": 1})
         db.command({"update": "pu", "updates": [{"q": {"_id": 1}, "u": [{"$set": {"h": "$f"}}, {"$unset": "g"}]}]})
@@ -145,6 +150,10 @@ def probe(client, db_name: str) -> set[str]:
         # takes a shorter array for equal): the guards of remold's own
         # rewrites of a document see an append.
         "expr_array_equality": expr_array_equality,
+        # $push with $slice: 0 empties the array (DocumentDB keeps it, and
+        # beside another operator stores one that reads two ways:
+        # docs/backends.md, departure 13).
+        "push_slice_zero": push_slice_zero,
         # dropIndexes takes a list of names (MongoDB 4.2).
         "drop_indexes_list": drop_indexes_list,
         # dropIndexes "*" of a collection while another collection of the

@@ -1035,8 +1035,9 @@ class Outlier(Family):
             return {"$and": [{a: {"$size": pick(r, 4, 5, 7)}}, {"title": {"$exists": True}}]}
         return gen.filter()
 
-    def push_spec(self, rng):
-        """What a $push onto the array pushes: a value, $each, or $each with modifiers."""
+    def push_spec(self, rng, caps):
+        """What a $push onto the array pushes: a value, $each, or $each with
+        modifiers ($slice: 0 only where the backend empties the array)."""
         which = rng.randrange(9)
         if which <= 2:
             return self.element(rng)
@@ -1047,6 +1048,8 @@ class Outlier(Family):
             spec["$position"] = pick(rng, 0, 1, 2, 3, 5, 10, -1, -4)
         if which == 6 or rng.random() < 0.2:
             spec["$slice"] = pick(rng, 0, 2, 3, 5, 8, -2, -5)
+            if spec["$slice"] == 0 and "push_slice_zero" not in caps:
+                spec["$slice"] = 1
         if which >= 7:
             docs = all(isinstance(v, dict) for v in spec["$each"]) and rng.random() < 0.7
             spec["$sort"] = {"u": pick(rng, 1, -1), "q": 1} if docs else pick(rng, 1, -1)
@@ -1058,7 +1061,7 @@ class Outlier(Family):
         r = gen.rng
         _id = gen.ids.existing(r)
         q = pick(r, {"_id": _id}, {"_id": _id}, {"_id": {"$eq": _id}}, {"$and": [{"_id": _id}, {"title": {"$ne": "b"}}]})
-        u = {"$push": {self.ARRAY: self.push_spec(r)}}
+        u = {"$push": {self.ARRAY: self.push_spec(r, gen.caps)}}
         if r.random() < 0.25:
             u[pick(r, "$inc", "$set")] = {"pushes": 1}
         if r.random() < 0.1:
@@ -1068,7 +1071,7 @@ class Outlier(Family):
             return op("findAndModify", cmd, "fam", kind="write")
         statements = [{"q": q, "u": u, "upsert": r.random() < 0.08}]
         if r.random() < 0.1 and "ordered_update_stops" in gen.caps:
-            statements.append({"q": {"_id": gen.ids.existing(r)}, "u": {"$push": {self.ARRAY: self.push_spec(r)}}})
+            statements.append({"q": {"_id": gen.ids.existing(r)}, "u": {"$push": {self.ARRAY: self.push_spec(r, gen.caps)}}})
         return op("update", {"update": "c", "updates": statements}, "write", kind="write")
 
     def array_update(self, gen):
@@ -1079,7 +1082,7 @@ class Outlier(Family):
         which = r.randrange(16)
         q = self.element_filter(gen) if r.random() < 0.6 else gen.filter()
         if which == 0:
-            u = {"$push": {a: self.push_spec(r)}}
+            u = {"$push": {a: self.push_spec(r, gen.caps)}}
         elif which == 1:
             u = {"$addToSet": {a: pick(r, e, {"$each": self.elements(r, 0, 4)})}}
         elif which == 2:
@@ -1135,7 +1138,7 @@ class Outlier(Family):
         if r.random() < 0.3:
             cmd["remove"] = True
         else:
-            cmd["update"] = pick(r, {"$push": {a: self.push_spec(r)}}, {"$pull": {a: self.element(r)}},
+            cmd["update"] = pick(r, {"$push": {a: self.push_spec(r, gen.caps)}}, {"$pull": {a: self.element(r)}},
                                  {"$set": {"note": "fam"}}, {"$pop": {a: 1}},
                                  {"title": "rep", a: self.array(r)}, {"$set": {f"{a}.4": "x"}})
             cmd["new"] = r.random() < 0.5
