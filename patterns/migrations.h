@@ -6,6 +6,7 @@
 #include "patterns/attribute/migration.h"
 #include "patterns/bucket/migration.h"
 #include "patterns/computed/migration.h"
+#include "patterns/history/migration.h"
 #include "patterns/migration.h"
 #include "patterns/outlier/migration.h"
 #include "patterns/patterns.h"

@@ -17,6 +17,7 @@
 #include "patterns/bucket/rule.h"
 #include "patterns/computed/rule.h"
 #include "patterns/extended_reference/rule.h"
+#include "patterns/history/rule.h"
 #include "patterns/outlier/rule.h"
 #include "patterns/pattern.h"
 #include "patterns/polymorphic/rule.h"
@@ -28,7 +29,7 @@ namespace remold {
 // In the order error messages name them.
 using PatternRule =
     std::variant<BucketRule, AttributeRule, ComputedRule, VersionedRule, SubsetRule, ExtendedReferenceRule,
-                 PolymorphicRule, OutlierRule>;
+                 PolymorphicRule, OutlierRule, HistoryRule>;
 
 // The name of `rule`'s pattern: "bucket", "attribute", ...
 inline std::string_view PatternName(const PatternRule& rule) {

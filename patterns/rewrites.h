@@ -10,6 +10,7 @@
 #include "patterns/bucket/rewrite.h"
 #include "patterns/computed/rewrite.h"
 #include "patterns/extended_reference/rewrite.h"
+#include "patterns/history/rewrite.h"
 #include "patterns/outlier/rewrite.h"
 #include "patterns/patterns.h"
 #include "patterns/polymorphic/rewrite.h"

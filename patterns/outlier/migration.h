@@ -10,14 +10,21 @@
 #include <optional>
 #include <string>
 
+#include "patterns/array_aside/migration.h"
+#include "patterns/array_aside/writes.h"
 #include "patterns/migration.h"
+#include "patterns/outlier/rule.h"
 #include "rewrite/plan.h"
 #include "rules/rule.h"
 
 namespace remold {
 
-std::string DocumentsToMigrate(const OutlierRule& rule, MigrationDirection direction);
-Plan MigrationRound(const OutlierRule& rule, MigrationDirection direction, const std::string& rule_name);
+inline std::string DocumentsToMigrate(const OutlierRule& rule, MigrationDirection direction) {
+  return AsideDocumentsToMigrate(rule.Layout(), direction);
+}
+inline Plan MigrationRound(const OutlierRule& rule, MigrationDirection direction, const std::string& rule_name) {
+  return AsideMigrationRound(rule_name, rule.Layout(), direction);
+}
 inline std::optional<MigrationDirection> MigratingTo(const OutlierRule& rule) {
   return rule.to_flat ? std::optional(MigrationDirection::kToFlat) : std::nullopt;
 }

@@ -3,7 +3,7 @@
 // document's array keeps at most `threshold` elements; what goes beyond
 // is stored aside, in the overflow collection, in pages of at most
 // `threshold` elements linked to the document by a hidden marker (see
-// patterns/outlier/stored_form.h). The application reads and writes the
+// patterns/array_aside/stored_form.h). The application reads and writes the
 // whole array as it wrote it (see patterns/pattern.h for what every
 // pattern's rule provides).
 #pragma once
@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/array_aside/layout.h"
 #include "rules/namespace.h"
 #include "rules/namespace_forms.h"
 #include "rules/written_namespace.h"
@@ -51,6 +52,11 @@ struct OutlierRule {
   // without the marker is whole); the next write that grows it moves its
   // overflow aside.
   std::string Unconverted() const { return ""; }
+  // How the array is laid out (patterns/array_aside/layout.h): the first
+  // `threshold` elements embedded, the rest in pages of `threshold`.
+  AsideLayout Layout() const {
+    return AsideLayout{"outlier", logical, array, overflow, "_remold_outlier", threshold, 0, threshold, false, to_flat};
+  }
 };
 
 }  // namespace remold

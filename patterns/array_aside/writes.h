@@ -1,27 +1,27 @@
-// The plans of the outlier rule's writes (pure; see rewrite.h for when
-// each is used).
+// The plans of the writes to an array stored partly aside (layout.h; pure;
+// see rewrite.h for when each is used).
 //
-// OutlierWritePlan, in steps:
-//   1. overflowed documents matching one of `fold_filters` are read
+// AsideWritePlan, in steps:
+//   1. marked documents matching one of `fold_filters` are read
 //      through the view and stored whole, each under a guard that it is
 //      as read, until none is left (a document too large to be stored
 //      whole refuses the write: BSONObjectTooLarge);
-//   2. the keys of overflowed documents matching `keys_of` are read (the
+//   2. the keys of marked documents matching `keys_of` are read (the
 //      documents a delete may remove);
 //   3. the client's write runs, as `write` says;
-//   4. the documents it may have left with more than `threshold` elements,
+//   4. the documents it may have left with more than `first` elements,
 //      or a full tail, have their overflow moved aside (stored_form.h);
 //   5. the pages of keys read in 1 and 2 that no document names any more
 //      are deleted.
 // Steps 4 and 5 may fail without failing the client's write: a document
 // left whole is read right, and pages no document names are never read.
-// A write of one document is pinned to it (OutlierWrite::pinned): another
+// A write of one document is pinned to it (AsideWrite::pinned): another
 // write moving its overflow aside between steps 1 and 3 makes it refused
 // (WriteConflict), never passed by.
 //
-// OutlierAppendPlan: a $push onto the array of the one document a filter
+// AsideAppendPlan: a $push onto the array of the one document a filter
 // pins by _id. The document's form is read; the push runs once, on that
-// form (onto the tail of an overflowed document, as sent otherwise); then
+// form (onto the tail of a marked document, as sent otherwise); then
 // step 4. A document that changed form in between is not written, and the
 // write is refused with WriteConflict.
 #pragma once
@@ -33,13 +33,13 @@
 
 #include "common/doc.h"
 #include "patterns/migration_direction.h"
-#include "patterns/outlier/rule.h"
+#include "patterns/array_aside/layout.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
 
 namespace remold {
 
-struct OutlierWrite {
+struct AsideWrite {
   std::vector<Doc> fold_filters;
   std::optional<Doc> collation;  // of the filters
   std::optional<Doc> keys_of;
@@ -60,18 +60,18 @@ struct OutlierWrite {
   std::optional<Doc> sort;
 };
 
-Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write);
+Plan AsideWritePlan(const Command& client, const std::string& rule_name, const AsideLayout& rule, AsideWrite write);
 
 // `statement`: the client's one update statement; `filter` its filter
 // (pinning _id), `tail_update` its update with the push onto the tail,
 // `pushed` how many elements it pushes.
-Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
-                       const Doc& statement, const Doc& filter, const Doc& tail_update, int64_t pushed);
+Plan AsideAppendPlan(const Command& client, const std::string& rule_name, const AsideLayout& rule,
+                     const Doc& statement, const Doc& filter, const Doc& tail_update, int64_t pushed);
 
 // One round of `remold migrate` (patterns/migration.h): up to a batch of
-// the documents over the threshold moved aside (kToRule), or of the
-// overflowed documents stored whole, their keys retired (kToFlat).
-Plan OutlierMigrationRound(const std::string& rule_name, const OutlierRule& rule, MigrationDirection direction);
+// the documents over `first` elements moved aside (kToRule), or of the
+// marked documents stored whole, their keys retired (kToFlat).
+Plan AsideMigrationRound(const std::string& rule_name, const AsideLayout& rule, MigrationDirection direction);
 
 // `statement` with `value` under `key` in place of its own (appended when
 // it has none).

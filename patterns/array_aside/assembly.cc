@@ -1,4 +1,4 @@
-#include "patterns/outlier/assembly.h"
+#include "patterns/array_aside/assembly.h"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "patterns/outlier/stored_form.h"
+#include "patterns/array_aside/stored_form.h"
 #include "rewrite/cursor_reply.h"
 
 namespace remold {
@@ -27,8 +27,8 @@ struct Overflowed {
   int32_t pages;
 };
 
-std::optional<Overflowed> OverflowOf(const Doc& stored) {
-  std::optional<Doc> marker = FindDocument(stored.get(), kOutlierMarker);
+std::optional<Overflowed> OverflowOf(const AsideLayout& rule, const Doc& stored) {
+  std::optional<Doc> marker = FindDocument(stored.get(), rule.marker);
   if (!marker) return std::nullopt;
   auto key = Find(marker->get(), "key");
   auto pages = Find(marker->get(), "pages");
@@ -40,16 +40,16 @@ std::optional<Overflowed> OverflowOf(const Doc& stored) {
 using Pages = std::map<int32_t, Doc>;
 
 // `stored` whole, or nullopt when a page it counts is missing.
-std::optional<Doc> Whole(const OutlierRule& rule, const Doc& stored, const Pages& pages) {
-  std::optional<Overflowed> overflowed = OverflowOf(stored);
-  std::optional<Doc> marker = FindDocument(stored.get(), kOutlierMarker);
+std::optional<Doc> Whole(const AsideLayout& rule, const Doc& stored, const Pages& pages) {
+  std::optional<Overflowed> overflowed = OverflowOf(rule, stored);
+  std::optional<Doc> marker = FindDocument(stored.get(), rule.marker);
   if (!overflowed || !marker) return std::nullopt;  // a marker remold did not write
   Doc out;
   bson_iter_t it;
   bson_iter_init(&it, stored.get());
   while (bson_iter_next(&it)) {
     const std::string_view key = bson_iter_key(&it);
-    if (key == kOutlierMarker) continue;
+    if (key == rule.marker) continue;
     if (key != rule.array || !BSON_ITER_HOLDS_ARRAY(&it)) {
       AppendValue(out.mut(), key, it);
       continue;
@@ -62,12 +62,15 @@ std::optional<Doc> Whole(const OutlierRule& rule, const Doc& stored, const Pages
         AppendValue(&array, std::to_string(index++), value);
       });
     };
-    append(it);
+    if (rule.ArrayStartsWhole()) append(it);
     for (int32_t seq = 0; seq < overflowed->pages; ++seq) {
       auto page = pages.find(seq);
       if (page == pages.end()) return std::nullopt;
-      if (auto elements = Find(page->second.get(), "elements"); elements && BSON_ITER_HOLDS_ARRAY(&*elements))
+      if (rule.one_per_document) {
+        if (auto event = Find(page->second.get(), "event")) AppendValue(&array, std::to_string(index++), *event);
+      } else if (auto elements = Find(page->second.get(), "elements"); elements && BSON_ITER_HOLDS_ARRAY(&*elements)) {
         append(*elements);
+      }
     }
     if (auto tail = Find(marker->get(), "tail"); tail && BSON_ITER_HOLDS_ARRAY(&*tail)) append(*tail);
     bson_append_array_end(out.mut(), &array);
@@ -76,11 +79,11 @@ std::optional<Doc> Whole(const OutlierRule& rule, const Doc& stored, const Pages
 }
 
 // The read of the pages the batch's overflowed documents count.
-BackendCommand PagesRead(const Command& client, const OutlierRule& rule, const std::vector<Overflowed>& overflowed) {
+BackendCommand PagesRead(const Command& client, const AsideLayout& rule, const std::vector<Overflowed>& overflowed) {
   std::vector<Doc> each;
   for (const Overflowed& o : overflowed) {
     Doc clause, below;
-    AppendValue(clause.mut(), "parent", Unboxed(o.key));
+    AppendValue(clause.mut(), rule.KeyField(), Unboxed(o.key));
     BSON_APPEND_INT32(below.mut(), "$lt", o.pages);
     AppendDoc(clause.mut(), "seq", below);
     each.push_back(std::move(clause));
@@ -90,24 +93,24 @@ BackendCommand PagesRead(const Command& client, const OutlierRule& rule, const s
   else AppendArray(filter.mut(), "$or", each);
   BackendCommand read;
   bson_t* body = read.body.mut();
-  AppendString(body, "find", rule.overflow.collection);
+  AppendString(body, "find", rule.aside.collection);
   AppendDoc(body, "filter", filter);
   BSON_APPEND_INT32(body, "batchSize", 1 << 30);
   BSON_APPEND_BOOL(body, "singleBatch", true);
-  SealCommand(client, ArgumentTarget::kRead, rule.overflow.db, body);
+  SealCommand(client, ArgumentTarget::kRead, rule.aside.db, body);
   return read;
 }
 
 struct Assembly {
   std::string rule_name;
-  OutlierRule rule;
+  AsideLayout rule;
   int32_t max_size = 0;
   bool read_pages = false;
 };
 
 }  // namespace
 
-Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string& rule_name, const OutlierRule& rule,
+Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string& rule_name, const AsideLayout& rule,
                             int32_t max_bson_object_size) {
   auto assembly = std::make_shared<Assembly>(Assembly{rule_name, rule, max_bson_object_size, false});
   const Command command = client;
@@ -115,12 +118,12 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
     if (!IsOkReply(replies.front())) return Step{};
     std::vector<Overflowed> overflowed;
     for (const Doc& stored : Batch(replies.front()))
-      if (std::optional<Overflowed> o = OverflowOf(stored); o && o->pages > 0) overflowed.push_back(std::move(*o));
+      if (std::optional<Overflowed> o = OverflowOf(assembly->rule, stored); o && o->pages > 0) overflowed.push_back(std::move(*o));
     if (overflowed.empty()) return Step{};
     assembly->read_pages = true;
     return Step{{PagesRead(command, assembly->rule, overflowed)}, {}};
   };
-  plan.follow_ups.push_back("the pages of the overflowed documents in the batch are read, and each is made whole");
+  plan.follow_ups.push_back("the pages of the marked documents in the batch are read, and each is made whole");
   plan.shape = [assembly](std::span<const Doc> replies) -> ShapedReply {
     const Doc& reply = replies.front();
     if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}, {}};
@@ -128,7 +131,7 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
     if (assembly->read_pages) {
       if (!IsOkReply(replies.back())) return ShapedReply{replies.back(), {}, {}, {}, {}, {}};
       for (Doc& page : FirstBatch(replies.back())) {
-        auto parent = Find(page.get(), "parent");
+        auto parent = Find(page.get(), assembly->rule.KeyField());
         auto seq = Find(page.get(), "seq");
         if (!parent || !seq || !BSON_ITER_HOLDS_INT32(&*seq)) continue;
         const Doc key = Boxed(*parent);
@@ -141,11 +144,11 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
       if ((key != "firstBatch" && key != "nextBatch") || !BSON_ITER_HOLDS_ARRAY(&value)) return false;
       std::vector<Doc> documents;
       for (Doc& stored : ArrayDocuments(value)) {
-        if (!Find(stored.get(), kOutlierMarker)) {
+        if (!Find(stored.get(), assembly->rule.marker)) {
           documents.push_back(std::move(stored));
           continue;
         }
-        std::optional<Overflowed> o = OverflowOf(stored);
+        std::optional<Overflowed> o = OverflowOf(assembly->rule, stored);
         const Pages none;
         const Pages* of = &none;
         if (o) {
@@ -155,7 +158,7 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
         std::optional<Doc> whole = Whole(assembly->rule, stored, *of);
         if (!whole) {
           refusal = ErrorReply(error_codes::kBSONObjectTooLarge,
-                               "outlier rule '" + assembly->rule_name + "' for " + assembly->rule.logical.full() +
+                               assembly->rule.pattern + " rule '" + assembly->rule_name + "' for " + assembly->rule.logical.full() +
                                ": the pages of this batch's documents did not all come back in one reply (they are "
                                "larger together than a reply can carry); read fewer at once (batchSize), or leave '" +
                                assembly->rule.array + "' out");
@@ -163,7 +166,7 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
         }
         if (static_cast<int64_t>(whole->bytes().size()) > assembly->max_size) {
           refusal = ErrorReply(error_codes::kBSONObjectTooLarge,
-                               "outlier rule '" + assembly->rule_name + "' for " + assembly->rule.logical.full() + ": a document read whole would "
+                               assembly->rule.pattern + " rule '" + assembly->rule_name + "' for " + assembly->rule.logical.full() + ": a document read whole would "
                                "be " + std::to_string(whole->bytes().size()) + " bytes, more than the " +
                                std::to_string(assembly->max_size) + " a document may be; leave '" +
                                assembly->rule.array + "' out of the read");

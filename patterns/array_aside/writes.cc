@@ -1,4 +1,4 @@
-#include "patterns/outlier/writes.h"
+#include "patterns/array_aside/writes.h"
 
 #include <algorithm>
 #include <memory>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "patterns/outlier/stored_form.h"
+#include "patterns/array_aside/stored_form.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/filter_clauses.h"
 #include "rewrite/unchanged_guard.h"
@@ -32,8 +32,8 @@ constexpr const char* kStoredField = "_remold_stored";
 
 Doc Json(const std::string& text) { return *Doc::FromJson(text); }
 
-std::string MarkerPath(std::string_view subfield) {
-  return std::string(kOutlierMarker) + "." + std::string(subfield);
+std::string MarkerPath(const AsideLayout& rule, std::string_view subfield) {
+  return rule.marker + "." + std::string(subfield);
 }
 
 // What one plan's steps share: the client's command, the rule, and what
@@ -41,8 +41,8 @@ std::string MarkerPath(std::string_view subfield) {
 struct Flow {
   Command client;
   std::string rule_name;
-  OutlierRule rule;
-  OutlierWrite write;
+  AsideLayout rule;
+  AsideWrite write;
   int fold_rounds_left = kMaxFoldRounds;
   std::vector<Doc> keys;  // boxed keys whose pages may be left unnamed
   std::optional<size_t> client_reply;
@@ -51,7 +51,7 @@ struct Flow {
 };
 using FlowPtr = std::shared_ptr<Flow>;
 
-FlowPtr NewFlow(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write) {
+FlowPtr NewFlow(const Command& client, const std::string& rule_name, const AsideLayout& rule, AsideWrite write) {
   auto f = std::make_shared<Flow>();
   f->client = client;
   f->rule_name = rule_name;
@@ -60,7 +60,7 @@ FlowPtr NewFlow(const Command& client, const std::string& rule_name, const Outli
   return f;
 }
 
-std::string Who(const Flow& f) { return "outlier rule '" + f.rule_name + "' for " + f.rule.logical.full(); }
+std::string Who(const Flow& f) { return f.rule.pattern + " rule '" + f.rule_name + "' for " + f.rule.logical.full(); }
 
 bool HasWriteErrors(const Doc& reply) { return Find(reply.get(), "writeErrors").has_value(); }
 
@@ -147,13 +147,13 @@ Step ClientWrite(const FlowPtr& f) {
 // Step 2: the keys of the overflowed documents a delete may remove.
 Step KeyRead(const FlowPtr& f) {
   if (!f->write.keys_of) return ClientWrite(f);
-  Doc projection = Json("{\"" + MarkerPath("key") + "\": 1, \"_id\": 0}");
+  Doc projection = Json("{\"" + MarkerPath(f->rule, "key") + "\": 1, \"_id\": 0}");
   BackendCommand read =
-      FindCommand(*f, f->rule.logical, Beside(*f->write.keys_of, MarkedFilter()), projection, kKeysBatch);
+      FindCommand(*f, f->rule.logical, Beside(*f->write.keys_of, MarkedFilter(f->rule)), projection, kKeysBatch);
   if (f->write.collation) AppendDoc(read.body.mut(), "collation", *f->write.collation);
   return Step{{std::move(read)}, [f](std::span<const Doc> replies) {
                 for (const Doc& document : FirstBatch(replies.back()))
-                  if (auto key = MarkerKey(document)) f->keys.push_back(std::move(*key));
+                  if (auto key = MarkerKey(f->rule, document)) f->keys.push_back(std::move(*key));
                 return ClientWrite(f);
               }};
 }
@@ -171,7 +171,7 @@ BackendCommand FoldRead(const Flow& f) {
     for (Doc& clause : clauses) {
       std::string_view key = FirstKey(clause.get());
       std::string_view first = key.substr(0, key.find('.'));
-      if (key.empty() || key[0] == '$' || first == f.rule.array || first == kOutlierMarker) continue;
+      if (key.empty() || key[0] == '$' || first == f.rule.array || first == f.rule.marker) continue;
       kept.push_back(std::move(clause));
     }
     every_filter_selects = every_filter_selects && !kept.empty();
@@ -180,7 +180,7 @@ BackendCommand FoldRead(const Flow& f) {
     else nonempty.push_back(filter);
   }
   std::vector<Doc> pipeline;
-  Doc match = MarkedFilter();
+  Doc match = MarkedFilter(f.rule);
   if (f.write.pinned) {
     // The one document the filter selects, in either form: those it
     // selects as stored, and every overflowed one.
@@ -190,7 +190,7 @@ BackendCommand FoldRead(const Flow& f) {
       match = nonempty.front();  // it names no part of the array: it selects the same stored
     } else {
       Doc either;
-      AppendArray(either.mut(), "$or", {nonempty.front(), MarkedFilter()});
+      AppendArray(either.mut(), "$or", {nonempty.front(), MarkedFilter(f.rule)});
       match = Beside(selecting.front(), either);
     }
   } else if (every_filter_selects) {
@@ -201,7 +201,7 @@ BackendCommand FoldRead(const Flow& f) {
   }
   if (!match.empty()) pipeline.push_back(Stage("$match", match));
   pipeline.push_back(Json(std::string(R"({"$addFields": {")") + kStoredField + R"(": "$$ROOT"}})"));
-  for (Doc& stage : OutlierViewStages(f.rule)) pipeline.push_back(std::move(stage));
+  for (Doc& stage : AsideViewStages(f.rule)) pipeline.push_back(std::move(stage));
   if (!matches_all) {
     Doc any;
     if (nonempty.size() == 1) any = nonempty.front();
@@ -241,13 +241,13 @@ Step Fold(const FlowPtr& f) {
                     AppendValue(pinned.mut(), "_id", *id);
                     f->pinned_id = std::move(pinned);
                   }
-                  std::optional<Doc> key = MarkerKey(*stored);
+                  std::optional<Doc> key = MarkerKey(f->rule, *stored);
                   if (!key) continue;  // whole already (one document's read finds either form)
                   f->keys.push_back(std::move(*key));
                   Doc document;
                   bson_copy_to_excluding_noinit(whole.get(), document.mut(), kStoredField, nullptr);
                   Doc statement;
-                  AppendDoc(statement.mut(), "q", UnchangedOutlier(f->rule, *stored));
+                  AppendDoc(statement.mut(), "q", UnchangedAside(f->rule, *stored));
                   AppendDoc(statement.mut(), "u", document);
                   statements.push_back(std::move(statement));
                 }
@@ -294,14 +294,14 @@ Step DeletePages(const FlowPtr& f, const std::vector<Doc>& keys, const std::vect
 
 Step Cleanup(const FlowPtr& f) {
   if (f->keys.empty()) return Step{};
-  BackendCommand alive = FindCommand(*f, f->rule.logical, ValuesIn(MarkerPath("key"), f->keys),
-                                     Json("{\"" + MarkerPath("key") + "\": 1, \"_id\": 0}"), kKeysBatch);
+  BackendCommand alive = FindCommand(*f, f->rule.logical, ValuesIn(MarkerPath(f->rule, "key"), f->keys),
+                                     Json("{\"" + MarkerPath(f->rule, "key") + "\": 1, \"_id\": 0}"), kKeysBatch);
   alive.may_fail = true;
   return Step{{std::move(alive)}, [f](std::span<const Doc> replies) -> Step {
                 if (!IsOkReply(replies.back())) return Step{};
                 std::vector<Doc> named;
                 for (const Doc& document : FirstBatch(replies.back()))
-                  if (auto key = MarkerKey(document)) named.push_back(std::move(*key));
+                  if (auto key = MarkerKey(f->rule, document)) named.push_back(std::move(*key));
                 std::vector<Doc> retire;
                 for (const Doc& key : f->keys) {
                   if (std::find(named.begin(), named.end(), key) != named.end()) continue;
@@ -320,7 +320,7 @@ Step Cleanup(const FlowPtr& f) {
                   retire.push_back(std::move(statement));
                 }
                 if (retire.empty()) return Step{};
-                BackendCommand write = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.overflow,
+                BackendCommand write = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.aside,
                                                      false, std::move(retire));
                 write.may_fail = true;
                 return Step{{std::move(write)}, [f](std::span<const Doc>) { return SweepRetired(f); }};
@@ -328,7 +328,7 @@ Step Cleanup(const FlowPtr& f) {
 }
 
 Step SweepRetired(const FlowPtr& f) {
-  BackendCommand read = FindCommand(*f, f->rule.overflow, Json(R"({"parent": false, "retired": {"$exists": true}})"),
+  BackendCommand read = FindCommand(*f, f->rule.aside, Json(R"({"parent": false, "retired": {"$exists": true}})"),
                                     Json(R"({"retired": 1, "at": 1})"), kKeysBatch);
   read.may_fail = true;
   return Step{{std::move(read)}, [f](std::span<const Doc> replies) -> Step {
@@ -352,14 +352,14 @@ Step SweepRetired(const FlowPtr& f) {
                 // A key is derived from a document's state and the command
                 // that wrote it: named again (the same state written again
                 // by the same command), its pages stay.
-                BackendCommand named = FindCommand(*f, f->rule.logical, ValuesIn(MarkerPath("key"), keys),
-                                                   Json("{\"" + MarkerPath("key") + "\": 1, \"_id\": 0}"), kKeysBatch);
+                BackendCommand named = FindCommand(*f, f->rule.logical, ValuesIn(MarkerPath(f->rule, "key"), keys),
+                                                   Json("{\"" + MarkerPath(f->rule, "key") + "\": 1, \"_id\": 0}"), kKeysBatch);
                 named.may_fail = true;
                 return Step{{std::move(named)}, [f, keys, ids](std::span<const Doc> replies) -> Step {
                   if (!IsOkReply(replies.back())) return Step{};
                   std::vector<Doc> again;
                   for (const Doc& document : FirstBatch(replies.back()))
-                    if (auto key = MarkerKey(document)) again.push_back(std::move(*key));
+                    if (auto key = MarkerKey(f->rule, document)) again.push_back(std::move(*key));
                   std::vector<Doc> gone, gone_ids;
                   for (size_t i = 0; i < keys.size(); ++i)
                     if (std::find(again.begin(), again.end(), keys[i]) == again.end()) {
@@ -376,14 +376,14 @@ Step SweepRetired(const FlowPtr& f) {
 Step DeletePages(const FlowPtr& f, const std::vector<Doc>& keys, const std::vector<Doc>& ids) {
   BackendCommand remove;
   bson_t* body = remove.body.mut();
-  AppendString(body, "delete", f->rule.overflow.collection);
+  AppendString(body, "delete", f->rule.aside.collection);
   Doc pages, markers;
-  AppendDoc(pages.mut(), "q", ValuesIn("parent", keys));
+  AppendDoc(pages.mut(), "q", ValuesIn(f->rule.KeyField(), keys));
   BSON_APPEND_INT32(pages.mut(), "limit", 0);
   AppendDoc(markers.mut(), "q", ValuesIn("_id", ids));
   BSON_APPEND_INT32(markers.mut(), "limit", 0);
   BSON_APPEND_BOOL(body, "ordered", true);
-  SealCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.overflow.db, body);
+  SealCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.aside.db, body);
   remove.sequence_id = "deletes";
   remove.sequence = {std::move(pages), std::move(markers)};
   remove.may_fail = true;
@@ -404,8 +404,8 @@ Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
                   if (!moved.document) continue;
                   // A new key: if the guarded update of the document loses a
                   // race, no document names it, and the cleanup retires it.
-                  if (!MarkerKey(stored))
-                    if (auto key = FindPath(moved.document->get(), "u." + MarkerPath("key")))
+                  if (!MarkerKey(f->rule, stored))
+                    if (auto key = FindPath(moved.document->get(), "u." + MarkerPath(f->rule, "key")))
                       f->keys.push_back(Boxed(*key));
                   for (Doc& page : moved.pages) pages.push_back(std::move(page));
                   documents.push_back(std::move(*moved.document));
@@ -417,7 +417,7 @@ Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
                 Continuation then_cleanup = [f](std::span<const Doc>) { return Cleanup(f); };
                 if (pages.empty()) return Step{{std::move(store)}, then_cleanup};
                 BackendCommand write_pages = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite,
-                                                           f->rule.overflow, false, std::move(pages));
+                                                           f->rule.aside, false, std::move(pages));
                 write_pages.may_fail = true;
                 return Step{{std::move(write_pages)},
                             [f, store = std::move(store), then_cleanup](std::span<const Doc> replies) -> Step {
@@ -482,25 +482,25 @@ Doc Beside(const Doc& filter, const Doc& more) {
   return JoinClauses(std::move(all));
 }
 
-Plan OutlierWritePlan(const Command& client, const std::string& rule_name, const OutlierRule& rule, OutlierWrite write) {
+Plan AsideWritePlan(const Command& client, const std::string& rule_name, const AsideLayout& rule, AsideWrite write) {
   auto f = NewFlow(client, rule_name, rule, std::move(write));
   Plan plan = FromStep(f, Fold(f));
-  plan.follow_ups = {"the overflowed documents the write matches are stored whole first, each as read",
-                     "documents left with more than " + std::to_string(rule.threshold) +
-                         " elements have the rest moved to " + rule.overflow.full(),
+  plan.follow_ups = {"the marked documents the write matches are stored whole first, each as read",
+                     "documents left with more than " + std::to_string(rule.first) +
+                         " elements have the rest moved to " + rule.aside.full(),
                      "pages no document names any more are deleted"};
   return plan;
 }
 
-Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, const OutlierRule& rule,
-                       const Doc& statement, const Doc& filter, const Doc& tail_update, int64_t pushed) {
-  OutlierWrite write;
+Plan AsideAppendPlan(const Command& client, const std::string& rule_name, const AsideLayout& rule,
+                     const Doc& statement, const Doc& filter, const Doc& tail_update, int64_t pushed) {
+  AsideWrite write;
   auto f = NewFlow(client, rule_name, rule, std::move(write));
   // The read says the form, and whether the push will leave the document
   // to move aside (its array, or its tail, long enough): without that,
   // nothing follows the push. An aggregate: a find's projection cannot
   // count an array on every engine.
-  const std::string m = kOutlierMarker;
+  const std::string m = rule.marker;
   const std::string a = JsonQuote("$" + rule.array);
   std::vector<Doc> pipeline{Stage("$match", filter), Json(R"({"$limit": 1})"),
                             Json(R"({"$project": {"_id": 0, "key": "$)" + m + R"(.key", "n": {"$size": {"$cond": [{"$isArray": )" +
@@ -524,18 +524,18 @@ Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, cons
     };
     const int64_t embedded = count("n");
     const int64_t tail = count("tail");
-    const bool moves_aside = !f->rule.to_flat && (key ? tail + pushed >= f->rule.threshold
-                                                      : found.empty() || embedded + pushed > f->rule.threshold);
+    const bool moves_aside = !f->rule.to_flat && (key ? tail + pushed >= f->rule.page
+                                                      : found.empty() || embedded + pushed > f->rule.first);
     Doc sent;
     if (key) {
       Doc pinned;
-      AppendValue(pinned.mut(), MarkerPath("key"), Unboxed(*key));
+      AppendValue(pinned.mut(), MarkerPath(f->rule, "key"), Unboxed(*key));
       sent = WithDocument(WithDocument(statement, "q", Beside(filter, pinned)), "u", tail_update);
       Doc no;
       BSON_APPEND_BOOL(no.mut(), "v", false);
       sent = WithField(sent, "upsert", Unboxed(no));
     } else {
-      sent = WithDocument(statement, "q", Beside(filter, UnmarkedFilter()));
+      sent = WithDocument(statement, "q", Beside(filter, UnmarkedFilter(f->rule)));
     }
     BackendCommand update;
     bson_copy_to_excluding_noinit(f->client.body.get(), update.body.mut(), "updates", nullptr);
@@ -561,17 +561,17 @@ Plan OutlierAppendPlan(const Command& client, const std::string& rule_name, cons
                   return Step{};
                 }};
   }});
-  plan.follow_ups = {"the $push runs once, on the document's form as read: onto its tail when its overflow is "
-                     "stored aside, as sent otherwise",
-                     "a document left with more than " + std::to_string(rule.threshold) +
-                         " elements, or a full tail, has the rest moved to " + rule.overflow.full()};
+  plan.follow_ups = {"the $push runs once, on the document's form as read: onto its tail when it is marked, as "
+                     "sent otherwise",
+                     "a document left with more than " + std::to_string(rule.first) +
+                         " elements, or a full tail, has the rest moved to " + rule.aside.full()};
   return plan;
 }
 
-Plan OutlierMigrationRound(const std::string& rule_name, const OutlierRule& rule, MigrationDirection direction) {
+Plan AsideMigrationRound(const std::string& rule_name, const AsideLayout& rule, MigrationDirection direction) {
   // No client: the commands carry no generic arguments of one.
   const Command none{rule.logical.db, "migrate", Doc()};
-  OutlierWrite write;
+  AsideWrite write;
   if (direction == MigrationDirection::kToFlat) write.fold_filters = {Doc()};
   auto f = NewFlow(none, rule_name, rule, std::move(write));
   Plan plan = FromStep(f, direction == MigrationDirection::kToFlat ? Fold(f) : MoveAsideStep(f, Doc()));

@@ -1,11 +1,11 @@
-#include "patterns/outlier/rewrite.h"
+#include "patterns/array_aside/rewrite.h"
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "patterns/outlier/assembly.h"
-#include "patterns/outlier/writes.h"
+#include "patterns/array_aside/assembly.h"
+#include "patterns/array_aside/writes.h"
 #include "rewrite/count_reply.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/distinct_reply.h"
@@ -27,10 +27,10 @@ std::optional<Doc> Id(const bson_t* document) {
   return out;
 }
 
-class OutlierRewriter {
+class AsideRewriter {
  public:
-  OutlierRewriter(const Command& command, const Rule& rule, const OutlierRule& outlier, const Capabilities& caps)
-      : command_(command), rule_(rule), o_(outlier), caps_(caps) {}
+  AsideRewriter(const Command& command, const Rule& rule, const AsideLayout& layout, const Capabilities& caps)
+      : command_(command), rule_(rule), o_(layout), caps_(caps) {}
 
   std::optional<Plan> Rewrite() {
     const std::string& name = command_.name;
@@ -49,7 +49,7 @@ class OutlierRewriter {
   }
 
  private:
-  std::string Who() const { return "outlier rule '" + rule_.name + "' for " + o_.logical.full(); }
+  std::string Who() const { return o_.pattern + " rule '" + rule_.name + "' for " + o_.logical.full(); }
 
   Plan Refuse(ErrorCode code, const std::string& what) const { return ImmediateReply(ErrorReply(code, Who() + ": " + what)); }
 
@@ -69,7 +69,7 @@ class OutlierRewriter {
   // Whether a top-level path names the array or the marker.
   bool NamesArray(std::string_view path) const {
     std::string_view first = FirstComponent(path);
-    return first == o_.array || first == kOutlierMarker;
+    return first == o_.array || first == o_.marker;
   }
 
   // The clauses of `filter` that select the same documents stored as
@@ -99,12 +99,12 @@ class OutlierRewriter {
     bson_iter_init(&it, doc.get());
     while (bson_iter_next(&it)) {
       std::string_view key = bson_iter_key(&it);
-      if (FirstComponent(key) == kOutlierMarker) named = true;
+      if (FirstComponent(key) == o_.marker) named = true;
       if (key.starts_with("$") && BSON_ITER_HOLDS_DOCUMENT(&it))
         ForEachChild(it, [&](std::string_view path, const bson_iter_t& value) {
-          if (FirstComponent(path) == kOutlierMarker) named = true;
+          if (FirstComponent(path) == o_.marker) named = true;
           if (BSON_ITER_HOLDS_UTF8(&value) && key == "$rename" &&
-              FirstComponent(bson_iter_utf8(&value, nullptr)) == kOutlierMarker)
+              FirstComponent(bson_iter_utf8(&value, nullptr)) == o_.marker)
             named = true;
         });
     }
@@ -113,7 +113,7 @@ class OutlierRewriter {
 
   Doc MarkerRefusalReply() const {
     return ErrorReply(error_codes::kBadValue,
-                      Who() + ": '" + kOutlierMarker + "' is where remold keeps the overflow of '" + o_.array +
+                      Who() + ": '" + o_.marker + "' is where remold keeps the rest of '" + o_.array +
                           "'; no document, filter, update, sort or projection may name it");
   }
 
@@ -129,13 +129,13 @@ class OutlierRewriter {
     // of the others: every overflowed one goes on to the view (an index
     // serves each side of the $or).
     Doc either;
-    AppendArray(either.mut(), "$or", {filter, MarkedFilter()});
+    AppendArray(either.mut(), "$or", {filter, MarkedFilter(o_)});
     return {Stage("$match", Beside(PassingClauses(filter), either))};
   }
 
   BackendCommand ReadAggregate(const Doc& filter, std::vector<Doc> after) const {
     std::vector<Doc> pipeline = BeforeView(filter);
-    for (Doc& stage : OutlierViewStages(o_)) pipeline.push_back(std::move(stage));
+    for (Doc& stage : AsideViewStages(o_)) pipeline.push_back(std::move(stage));
     if (!filter.empty() && !Passes(filter)) pipeline.push_back(Stage("$match", filter));
     for (Doc& stage : after) pipeline.push_back(std::move(stage));
     BackendCommand backend;
@@ -161,7 +161,7 @@ class OutlierRewriter {
     while (bson_iter_next(&it)) {
       std::string_view key = bson_iter_key(&it);
       if (!BSON_ITER_HOLDS_NUMBER(&it) && !BSON_ITER_HOLDS_BOOL(&it)) return std::nullopt;  // may compute
-      if (FirstComponent(key) == kOutlierMarker) return std::nullopt;
+      if (FirstComponent(key) == o_.marker) return std::nullopt;
       const bool kept = bson_iter_as_bool(&it);
       if (key == o_.array && !kept) excludes_array = true;
       if (key != "_id" && kept) {
@@ -172,7 +172,7 @@ class OutlierRewriter {
     if (inclusion) return projection;
     if (!excludes_array) return std::nullopt;
     Doc out = *projection;
-    BSON_APPEND_INT32(out.mut(), kOutlierMarker, 0);
+    BSON_APPEND_INT32(out.mut(), o_.marker.c_str(), 0);
     return out;
   }
 
@@ -255,7 +255,7 @@ class OutlierRewriter {
     }
     if (!inclusion) return projection;  // exclusion keeping the array keeps the marker too
     Doc out = *projection;
-    BSON_APPEND_INT32(out.mut(), kOutlierMarker, 1);
+    BSON_APPEND_INT32(out.mut(), o_.marker.c_str(), 1);
     return out;
   }
 
@@ -289,7 +289,7 @@ class OutlierRewriter {
     }
     FindPipeline parts;
     parts.before_view = BeforeView(filter);
-    parts.view = OutlierViewStages(o_);
+    parts.view = AsideViewStages(o_);
     if (!Passes(filter)) parts.after_view = filter;
     parts.projection_stages = SliceStages(FindDocument(body, "projection"));
     auto aggregate = FindAsAggregate(command_, o_.logical, std::move(parts), "on an outlier collection");
@@ -333,7 +333,7 @@ class OutlierRewriter {
         for (Doc& stage : BeforeView(*match)) pipeline.push_back(std::move(stage));
       }
     }
-    for (Doc& stage : OutlierViewStages(o_)) pipeline.push_back(std::move(stage));
+    for (Doc& stage : AsideViewStages(o_)) pipeline.push_back(std::move(stage));
     for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
     BackendCommand backend;
     bson_iter_t it;
@@ -360,7 +360,7 @@ class OutlierRewriter {
     const Doc query = FindDocument(body, "query").value_or(Doc());
     std::optional<std::string> key = FindString(body, "key");
     if (!key) return std::nullopt;  // the server says what is wrong
-    if (NamesMarker(query) || FirstComponent(*key) == kOutlierMarker) return ImmediateReply(MarkerRefusalReply());
+    if (NamesMarker(query) || FirstComponent(*key) == o_.marker) return ImmediateReply(MarkerRefusalReply());
     if (NamesArray(*key) && NamesPosition(*key))
       return Refuse(error_codes::kInvalidOptions,
                     "distinct of '" + *key + "', a position in '" + o_.array + "', is not supported: the values "
@@ -405,13 +405,13 @@ class OutlierRewriter {
     return n;
   }
 
-  // {_id: {$in: [...]}} of documents that hold more than `threshold`
+  // {_id: {$in: [...]}} of documents that hold more than `first`
   // elements; nullopt when none does (or one has no _id to find it by:
   // it stays whole, which reads right).
   std::optional<Doc> Overlong(const std::vector<Doc>& documents) const {
     std::vector<Doc> overlong;
     for (const Doc& document : documents)
-      if (ArrayLength(document.get()) > o_.threshold)
+      if (ArrayLength(document.get()) > o_.first)
         if (Find(document.get(), "_id")) overlong.push_back(document);
     if (overlong.empty()) return std::nullopt;
     return IdIn(overlong);
@@ -423,17 +423,17 @@ class OutlierRewriter {
       return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "insert needs a 'documents' array"));
     const std::vector<Doc> inserted = ArrayDocuments(*documents);
     for (const Doc& document : inserted)
-      if (Find(document.get(), kOutlierMarker)) return ImmediateReply(MarkerRefusalReply());
+      if (Find(document.get(), o_.marker)) return ImmediateReply(MarkerRefusalReply());
     std::optional<Doc> overlong = Overlong(inserted);
     if (!overlong || o_.to_flat) {  // stored as written (a plan: its ensure makes the overflow collection)
       BackendCommand backend;
       backend.body = command_.body;
       return Forwarded(std::move(backend));
     }
-    OutlierWrite write;
+    AsideWrite write;
     write.write.body = command_.body;
     write.written = [overlong = *overlong](const Doc&) -> std::optional<Doc> { return overlong; };
-    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+    return AsideWritePlan(command_, rule_.name, o_, std::move(write));
   }
 
   // Whether an update document ($-operators, a replacement, a pipeline)
@@ -490,8 +490,10 @@ class OutlierRewriter {
       }
       Doc pushes;
       ForEachChild(op, [&](std::string_view path, const bson_iter_t& pushed) {
-        if (path == o_.array) AppendValue(pushes.mut(), std::string(kOutlierMarker) + ".tail", pushed);
-        else {
+        if (path == o_.array) {
+          AppendValue(pushes.mut(), o_.marker + ".tail", pushed);
+          if (!o_.ArrayStartsWhole() && o_.latest > 0) AppendDoc(pushes.mut(), o_.array, LatestCopyPush(pushed));
+        } else {
           if (FirstComponent(path) == o_.array) elsewhere = true;  // a push into an element
           AppendValue(pushes.mut(), path, pushed);
         }
@@ -500,6 +502,25 @@ class OutlierRewriter {
     }
     if (elsewhere) return std::nullopt;
     return out;
+  }
+
+  // The push that keeps the document's copy of the latest elements:
+  // {$each: [<pushed>...], $slice: -latest}.
+  Doc LatestCopyPush(const bson_iter_t& pushed) const {
+    Doc boxed, spec;
+    AppendValue(boxed.mut(), "v", pushed);
+    std::optional<Doc> each_spec = BSON_ITER_HOLDS_DOCUMENT(&pushed) ? FindDocument(boxed.get(), "v") : std::nullopt;
+    auto each = each_spec && FirstKey(each_spec->get()) == "$each" ? Find(each_spec->get(), "$each") : std::nullopt;
+    if (each) {
+      AppendValue(spec.mut(), "$each", *each);
+    } else {
+      bson_t array;
+      BSON_APPEND_ARRAY_BEGIN(spec.mut(), "$each", &array);
+      AppendValue(&array, "0", pushed);
+      bson_append_array_end(spec.mut(), &array);
+    }
+    BSON_APPEND_INT32(spec.mut(), "$slice", -o_.latest);
+    return spec;
   }
 
   // How many elements an update TailUpdate takes pushes onto the array.
@@ -532,7 +553,7 @@ class OutlierRewriter {
   }
 
   // The documents of a write's statements that may now hold more than
-  // `threshold` elements: those their filters' clauses not on the array
+  // `first` elements: those their filters' clauses not on the array
   // select (documents whose filters say nothing else are left whole), and
   // those upserted.
   static std::function<std::optional<Doc>(const Doc&)> WrittenBy(std::vector<Doc> selecting) {
@@ -578,16 +599,16 @@ class OutlierRewriter {
           !FindBool(statement.get(), "multi").value_or(false)) {
         const Doc update = *FindDocument(statement.get(), "u");
         if (std::optional<Doc> tail = TailUpdate(update))
-          return OutlierAppendPlan(command_, rule_.name, o_, statement, filter, *tail, PushedCount(update));
+          return AsideAppendPlan(command_, rule_.name, o_, statement, filter, *tail, PushedCount(update));
       }
       fold_filters.push_back(filter);
       if (std::optional<Plan> refused = SameCollation(read_collation, statement)) return refused;
       Doc selects = PassingClauses(filter);
       if (!selects.empty()) selecting.push_back(std::move(selects));
-      sent.push_back(WithDocument(statement, "q", Beside(filter, UnmarkedFilter())));
+      sent.push_back(WithDocument(statement, "q", Beside(filter, UnmarkedFilter(o_))));
     }
     if (!rewritten) return std::nullopt;
-    OutlierWrite write;
+    AsideWrite write;
     write.fold_filters = std::move(fold_filters);
     write.collation = read_collation.value;
     bson_copy_to_excluding_noinit(command_.body.get(), write.write.body.mut(), "updates", nullptr);
@@ -611,7 +632,7 @@ class OutlierRewriter {
       };
       write.matched = [](const Doc& reply) { return FindInteger(reply.get(), "n").value_or(0) > 0; };
     }
-    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+    return AsideWritePlan(command_, rule_.name, o_, std::move(write));
   }
 
   std::optional<Plan> Delete() const {
@@ -631,9 +652,9 @@ class OutlierRewriter {
         continue;
       }
       fold_filters.push_back(filter);
-      sent.push_back(OneDocumentDelete(command_, statement, WithDocument(statement, "q", Beside(filter, UnmarkedFilter()))));
+      sent.push_back(OneDocumentDelete(command_, statement, WithDocument(statement, "q", Beside(filter, UnmarkedFilter(o_)))));
     }
-    OutlierWrite write;
+    AsideWrite write;
     write.fold_filters = std::move(fold_filters);
     write.collation = read_collation.value;
     if (!keyed.empty()) {
@@ -660,7 +681,7 @@ class OutlierRewriter {
       };
       write.matched = [](const Doc& reply) { return FindInteger(reply.get(), "n").value_or(0) > 0; };
     }
-    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+    return AsideWritePlan(command_, rule_.name, o_, std::move(write));
   }
 
   std::optional<Plan> FindAndModify() const {
@@ -672,10 +693,10 @@ class OutlierRewriter {
     if (auto sort = FindDocument(body, "sort"); sort && NamesMarker(*sort)) return ImmediateReply(MarkerRefusalReply());
     // The document it returns is whole: overflowed ones it may match are
     // stored whole first.
-    OutlierWrite write;
+    AsideWrite write;
     write.fold_filters = {query};
     write.collation = FindDocument(body, "collation");
-    write.write.body = WithDocument(command_.body, "query", Beside(query, UnmarkedFilter()));
+    write.write.body = WithDocument(command_.body, "query", Beside(query, UnmarkedFilter(o_)));
     write.written = [](const Doc& reply) -> std::optional<Doc> {
       std::optional<Doc> last = FindDocument(reply.get(), "lastErrorObject");
       if (last)
@@ -707,7 +728,7 @@ class OutlierRewriter {
       std::optional<Doc> last = FindDocument(reply.get(), "lastErrorObject");
       return last && (Find(last->get(), "upserted") || FindInteger(last->get(), "n").value_or(0) > 0);
     };
-    return OutlierWritePlan(command_, rule_.name, o_, std::move(write));
+    return AsideWritePlan(command_, rule_.name, o_, std::move(write));
   }
 
   // Refused: a unique index whose key names the array (its elements
@@ -737,22 +758,22 @@ class OutlierRewriter {
     drop.body = command_.body;
     Plan plan = Forwarded(std::move(drop));
     const Command client = command_;
-    const OutlierRule rule = o_;
+    const AsideLayout rule = o_;
     plan.then = [client, rule](std::span<const Doc> replies) -> Step {
       if (!IsOkReply(replies.front())) return Step{};
       BackendCommand pages;
-      AppendString(pages.body.mut(), "drop", rule.overflow.collection);
-      SealCommand(client, ArgumentTarget::kAdmin, rule.overflow.db, pages.body.mut());
+      AppendString(pages.body.mut(), "drop", rule.aside.collection);
+      SealCommand(client, ArgumentTarget::kAdmin, rule.aside.db, pages.body.mut());
       pages.may_fail = true;
       return Step{{std::move(pages)}, {}};
     };
-    plan.follow_ups = {"drop " + o_.overflow.full() + ", the pages of its overflowed documents"};
+    plan.follow_ups = {"drop " + o_.aside.full() + ", where the rest of its arrays is stored"};
     return plan;
   }
 
   const Command& command_;
   const Rule& rule_;
-  const OutlierRule& o_;
+  const AsideLayout& o_;
   const Capabilities& caps_;
 };
 
@@ -768,9 +789,9 @@ bool EndsInOutput(const Command& command) {
 
 }  // namespace
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const OutlierRule& outlier,
-                                   const Capabilities& caps) {
-  std::optional<Plan> plan = OutlierRewriter(command, rule, outlier, caps).Rewrite();
+std::optional<Plan> RewriteAside(const Command& command, const Rule& rule, const AsideLayout& layout,
+                                 const Capabilities& caps) {
+  std::optional<Plan> plan = AsideRewriter(command, rule, layout, caps).Rewrite();
   if (plan && !plan->immediate_reply) {
     // A write makes the overflow collection; so does an aggregate that ends
     // in $out or $merge, which some engines refuse (DocumentDB: 115) while
@@ -778,8 +799,8 @@ std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, con
     const bool writes = command.name == "insert" || command.name == "update" || command.name == "delete" ||
                         command.name == "findAndModify" || command.name == "findandmodify" ||
                         (command.name == "aggregate" && EndsInOutput(command));
-    plan->ensure.push_back(EnsureMarkedIndex(outlier));
-    plan->ensure.push_back(EnsurePagesIndex(outlier, writes));
+    plan->ensure.push_back(EnsureMarkedIndex(layout));
+    plan->ensure.push_back(EnsurePagesIndex(layout, writes));
   }
   return plan;
 }
