@@ -80,8 +80,8 @@ int MigrateByPlans(const MigrationRequest& request, std::string_view pattern, co
   SaveCheckpoint(*backend, checkpoint, left == 0);
   if (left == 0) {
     out << "migrate: done: every document of " << rule.logical().full() << " is in " << form
-        << (request.to_rule() ? "" : "; the rule can be removed (its overflow collection then holds only pages "
-                                     "no document names: drop it)")
+        << (request.to_rule() ? "" : "; the rule can be removed (the collection it wrote besides then holds only "
+                                     "documents no document names: drop it)")
         << "\n";
     return kMigrationDone;
   }
