@@ -581,7 +581,15 @@ class AsideRewriter {
     std::vector<Doc> sent, fold_filters, selecting;
     ReadCollation read_collation;
     bool rewritten = false;
-    for (const Doc& statement : statements) {
+    // The statements before a rewritten one may change which documents it
+    // matches; the fold reads before any runs. A document a statement
+    // matches once earlier ones ran either matched it as it was, or was
+    // changed by an earlier statement, the first of which matched it as
+    // it was: so the fold takes the marked documents that any statement up
+    // to the last rewritten one matches as they are.
+    size_t folded = 0;  // statements whose filters the fold has
+    for (size_t i = 0; i < statements.size(); ++i) {
+      const Doc& statement = statements[i];
       const Doc filter = FindDocument(statement.get(), "q").value_or(Doc());
       auto u = Find(statement.get(), "u");
       if (!u) return ImmediateReply(ErrorReply(error_codes::kFailedToParse, "update statement needs 'u'"));
@@ -601,10 +609,14 @@ class AsideRewriter {
         if (std::optional<Doc> tail = TailUpdate(update))
           return AsideAppendPlan(command_, rule_.name, o_, statement, filter, *tail, PushedCount(update));
       }
-      fold_filters.push_back(filter);
-      if (std::optional<Plan> refused = SameCollation(read_collation, statement)) return refused;
-      Doc selects = PassingClauses(filter);
-      if (!selects.empty()) selecting.push_back(std::move(selects));
+      for (; folded <= i; ++folded) {
+        const Doc& before = statements[folded];
+        const Doc matched = FindDocument(before.get(), "q").value_or(Doc());
+        fold_filters.push_back(matched);
+        if (std::optional<Plan> refused = SameCollation(read_collation, before)) return refused;
+        Doc selects = PassingClauses(matched);
+        if (!selects.empty()) selecting.push_back(std::move(selects));
+      }
       sent.push_back(WithDocument(statement, "q", Beside(filter, UnmarkedFilter(o_))));
     }
     if (!rewritten) return std::nullopt;
