@@ -1038,6 +1038,22 @@ def test_lookup_from_a_plain_collection(read_env, name):
     assert same(name, got, want)
 
 
+def test_an_earlier_statement_makes_an_overflowed_document_match_a_later_one(outlier):
+    """One update of two ordered statements: the first ($set of n, not on
+    the array) makes overflowed documents match the second's filter, which
+    changes the array. The second must write them too, as on the flat copy
+    (remold's fold reads before either statement runs). Found by the
+    differential harness (seed 2922)."""
+    env = outlier(3)
+    docs = [SON([("_id", i), ("n", None if i % 2 else 7), (ARRAY, [f"b{j}" for j in range(2 * i)])]) for i in range(6)]
+    both(env, "insert", lambda c: c.insert_many(copy.deepcopy(docs)))
+    statements = [{"q": {"n": None}, "u": {"$set": {"n": 1}}, "multi": True},
+                  {"q": {"$or": [{"_id": 0}, {"n": {"$lte": 5}}]}, "u": {"$push": {ARRAY: {"$each": ["z"], "$position": 0}}},
+                   "multi": True}]
+    both(env, "two statements", lambda c: c.database.command(
+        SON([("update", c.name), ("updates", copy.deepcopy(statements)), ("ordered", True)])))
+
+
 def test_out_and_merge_before_any_overflow(outlier):
     """Documents written before the rule, none overflowed through remold:
     the overflow collection does not exist yet. An aggregate of the ruled
