@@ -158,32 +158,36 @@ namespace {
 
 // The pages of a document in order (0..pages-1; a page written but not
 // yet counted is left out), flattened: an expression over the pages the
-// view's $lookup found.
+// view's $lookup found, in whichever order it found them.
 std::string PagesInOrder(const AsideLayout& rule) {
   const std::string m = rule.marker;
+  const std::string count = R"({"$ifNull": ["$)" + m + R"(.pages", 0]})";
   const std::string found = std::string("\"$") + kPagesField + "\"";
-  if (rule.one_per_document)  // looked up in order, one element each
-    return R"({"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.event"}})";
-  const std::string pages = R"({"$map": {"input": {"$range": [0, {"$ifNull": ["$)" + m + R"(.pages", 0]}]}, "as": "s", "in": )"
-                            R"({"$arrayElemAt": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.elements"}}, )"
-                            R"({"$indexOfArray": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.seq"}}, "$$s"]}]}}})";
-  return R"({"$reduce": {"input": )" + pages + R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
+  if (!rule.one_per_document) {
+    const std::string pages = R"({"$map": {"input": {"$range": [0, )" + count + R"(]}, "as": "s", "in": )"
+                              R"({"$arrayElemAt": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.elements"}}, )"
+                              R"({"$indexOfArray": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.seq"}}, "$$s"]}]}}})";
+    return R"({"$reduce": {"input": )" + pages + R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
+  }
+  // One element each, possibly many: in the order of the index {key, seq}
+  // the $lookup read them by, they are taken as they are (linear); else
+  // each seq is looked for (quadratic). The other way's input is empty, so
+  // an engine that evaluates both branches of a $cond (docs/backends.md,
+  // departure 1) pays for one.
+  const std::string counted = R"({"$filter": {"input": )" + found + R"(, "as": "p", "cond": {"$lt": ["$$p.seq", )" + count + "]}}}";
+  const std::string ordered = R"({"$eq": ["$$f.seq", {"$range": [0, )" + count + "]}]}";
+  return R"({"$let": {"vars": {"f": )" + counted + R"(}, "in": {"$let": {"vars": {"ordered": )" + ordered +
+         R"(}, "in": {"$cond": ["$$ordered", {"$map": {"input": "$$f", "as": "p", "in": "$$p.event"}}, {"$map": {"input": )"
+         R"({"$range": [0, {"$cond": ["$$ordered", 0, )" + count + R"(]}]}, "as": "s", "in": {"$arrayElemAt": [)"
+         R"({"$map": {"input": "$$f", "as": "p", "in": "$$p.event"}}, {"$indexOfArray": ["$$f.seq", "$$s"]}]}}}]}}}}})";
 }
 
-// The $lookup of a document's pages, under a name of remold's (a dotted
-// `as` is not read alike by every engine).
+// The $lookup of a document's pages by the marker's key, under a name of
+// remold's (a dotted `as` is not read alike by every engine). The
+// equality form: every engine serves it from the index on the key.
 std::string PagesLookup(const AsideLayout& rule) {
-  const std::string m = rule.marker;
-  const std::string from = JsonQuote(rule.aside.collection);
-  if (!rule.one_per_document)
-    return R"({"$lookup": {"from": )" + from + R"(, "localField": ")" + m + R"(.key", "foreignField": "parent", "as": ")" +
-           kPagesField + R"("}})";
-  // One document per element, possibly many: those of the key below
-  // `pages`, sorted by the index {key, seq}. An unmarked document looks for
-  // the key false, which none has.
-  return R"({"$lookup": {"from": )" + from + R"(, "let": {"k": {"$ifNull": ["$)" + m + R"(.key", false]}, "p": {"$ifNull": ["$)" +
-         m + R"(.pages", 0]}}, "pipeline": [{"$match": {"$expr": {"$and": [{"$eq": ["$key", "$$k"]}, {"$lt": ["$seq", "$$p"]}]}}}, )"
-         R"({"$sort": {"seq": 1}}, {"$project": {"_id": 0, "event": 1}}], "as": ")" + kPagesField + R"("}})";
+  return R"({"$lookup": {"from": )" + JsonQuote(rule.aside.collection) + R"(, "localField": ")" + rule.marker +
+         R"(.key", "foreignField": ")" + rule.KeyField() + R"(", "as": ")" + kPagesField + R"("}})";
 }
 
 }  // namespace

@@ -310,6 +310,9 @@ Step Cleanup(const FlowPtr& f) {
                   Doc q;
                   AppendDoc(q.mut(), "_id", id);
                   BSON_APPEND_BOOL(set.mut(), "parent", false);
+                  // Found by no key (a $lookup of an unmarked document's
+                  // missing key matches a missing field).
+                  if (f->rule.one_per_document) BSON_APPEND_BOOL(set.mut(), "key", false);
                   AppendValue(set.mut(), "retired", Unboxed(key));
                   BSON_APPEND_BOOL(now.mut(), "at", true);
                   AppendDoc(update.mut(), "$set", set);
