@@ -209,7 +209,8 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
   for (const Rule& rule : rules)
     for (const WrittenNamespace& w : rule.Writes()) sharers[w.ns.full()].push_back({rule.source, w.share});
   // A collection a rule owns whole (an outlier rule's overflow
-  // collection) is written by no other rule.
+  // collection, a history rule's history collection) is written by no
+  // other rule.
   for (const auto& [ns, writers] : sharers) {
     std::vector<bool> owns;
     for (const Rule& rule : rules)
@@ -220,8 +221,8 @@ RuleLoadResult Finish(std::vector<Rule> rules, std::vector<std::string> errors) 
                        std::none_of(writers.begin(), writers.end(), [](const Sharer& s) { return s.share.has_value(); });
     for (size_t i = 1; owned && i < writers.size(); ++i)
       errors.push_back(writers[i].source + ":1: collection '" + ns + "' is also written by the rule in " +
-                       writers.front().source + ", expected a collection one rule writes (an outlier rule's " +
-                       "overflow collection is its own)");
+                       writers.front().source + ", expected a collection one rule writes (the collection where a " +
+                       "rule stores part of its documents is its own)");
   }
   for (const auto& [ns, writers] : sharers) {
     const bool shared = std::any_of(writers.begin(), writers.end(), [](const Sharer& s) { return s.share.has_value(); });

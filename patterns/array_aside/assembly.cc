@@ -39,8 +39,11 @@ std::optional<Overflowed> OverflowOf(const AsideLayout& rule, const Doc& stored)
 // The pages of one key: seq -> the page document.
 using Pages = std::map<int32_t, Doc>;
 
-// `stored` whole, or nullopt when a page it counts is missing.
-std::optional<Doc> Whole(const AsideLayout& rule, const Doc& stored, const Pages& pages) {
+// `stored` whole, or nullopt when a page it counts is missing from a reply
+// that did not hold them all. A page missing from a complete reply was
+// deleted (by an application, from the aside collection): its elements
+// are left out, as the view leaves them.
+std::optional<Doc> Whole(const AsideLayout& rule, const Doc& stored, const Pages& pages, bool complete) {
   std::optional<Overflowed> overflowed = OverflowOf(rule, stored);
   std::optional<Doc> marker = FindDocument(stored.get(), rule.marker);
   if (!overflowed || !marker) return std::nullopt;  // a marker remold did not write
@@ -65,7 +68,10 @@ std::optional<Doc> Whole(const AsideLayout& rule, const Doc& stored, const Pages
     if (rule.ArrayStartsWhole()) append(it);
     for (int32_t seq = 0; seq < overflowed->pages; ++seq) {
       auto page = pages.find(seq);
-      if (page == pages.end()) return std::nullopt;
+      if (page == pages.end()) {
+        if (!complete) return std::nullopt;
+        continue;
+      }
       if (rule.one_per_document) {
         if (auto event = Find(page->second.get(), "event")) AppendValue(&array, std::to_string(index++), *event);
       } else if (auto elements = Find(page->second.get(), "elements"); elements && BSON_ITER_HOLDS_ARRAY(&*elements)) {
@@ -128,8 +134,11 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
     const Doc& reply = replies.front();
     if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}, {}};
     std::map<std::string, Pages> pages;  // by the key's bytes
+    bool complete = true;
     if (assembly->read_pages) {
       if (!IsOkReply(replies.back())) return ShapedReply{replies.back(), {}, {}, {}, {}, {}};
+      std::optional<Doc> cursor = FindDocument(replies.back().get(), "cursor");
+      complete = cursor && FindInteger(cursor->get(), "id").value_or(0) == 0;
       for (Doc& page : FirstBatch(replies.back())) {
         auto parent = Find(page.get(), assembly->rule.KeyField());
         auto seq = Find(page.get(), "seq");
@@ -155,7 +164,7 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
           auto found = pages.find(std::string(reinterpret_cast<const char*>(o->key.bytes().data()), o->key.bytes().size()));
           if (found != pages.end()) of = &found->second;
         }
-        std::optional<Doc> whole = Whole(assembly->rule, stored, *of);
+        std::optional<Doc> whole = Whole(assembly->rule, stored, *of, complete);
         if (!whole) {
           refusal = ErrorReply(error_codes::kBSONObjectTooLarge,
                                assembly->rule.pattern + " rule '" + assembly->rule_name + "' for " + assembly->rule.logical.full() +

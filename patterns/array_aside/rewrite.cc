@@ -292,7 +292,7 @@ class AsideRewriter {
     parts.view = AsideViewStages(o_);
     if (!Passes(filter)) parts.after_view = filter;
     parts.projection_stages = SliceStages(FindDocument(body, "projection"));
-    auto aggregate = FindAsAggregate(command_, o_.logical, std::move(parts), "on an outlier collection");
+    auto aggregate = FindAsAggregate(command_, o_.logical, std::move(parts), "on this " + o_.pattern + " rule's collection");
     if (auto* refusal = std::get_if<Refusal>(&aggregate)) return Refuse(refusal->code, refusal->message);
     AggregateFind& find = std::get<AggregateFind>(aggregate);
     Plan plan = Forwarded(std::move(find.command));
@@ -813,6 +813,7 @@ std::optional<Plan> RewriteAside(const Command& command, const Rule& rule, const
                         (command.name == "aggregate" && EndsInOutput(command));
     plan->ensure.push_back(EnsureMarkedIndex(layout));
     plan->ensure.push_back(EnsurePagesIndex(layout, writes));
+    if (std::optional<BackendCommand> parent = EnsureParentIndex(layout, writes)) plan->ensure.push_back(std::move(*parent));
   }
   return plan;
 }

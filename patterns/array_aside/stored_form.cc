@@ -156,6 +156,15 @@ Doc UnmarkedFilter(const AsideLayout& rule) { return Json("{" + JsonQuote(rule.m
 
 namespace {
 
+// The positions of seq 0..count-1, in that order, in `seqs` (an array
+// expression of the seq of each page found): a page that is not there (an
+// application deleted it) has none, and its elements are left out, as a
+// deleted element is.
+std::string Positions(const std::string& count, const std::string& seqs) {
+  return R"({"$filter": {"input": {"$map": {"input": {"$range": [0, )" + count + R"(]}, "as": "s", "in": {"$indexOfArray": [)" +
+         seqs + R"(, "$$s"]}}}, "as": "i", "cond": {"$gte": ["$$i", 0]}}})";
+}
+
 // The pages of a document in order (0..pages-1; a page written but not
 // yet counted is left out), flattened: an expression over the pages the
 // view's $lookup found, in whichever order it found them.
@@ -164,9 +173,9 @@ std::string PagesInOrder(const AsideLayout& rule) {
   const std::string count = R"({"$ifNull": ["$)" + m + R"(.pages", 0]})";
   const std::string found = std::string("\"$") + kPagesField + "\"";
   if (!rule.one_per_document) {
-    const std::string pages = R"({"$map": {"input": {"$range": [0, )" + count + R"(]}, "as": "s", "in": )"
-                              R"({"$arrayElemAt": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.elements"}}, )"
-                              R"({"$indexOfArray": [{"$map": {"input": )" + found + R"(, "as": "p", "in": "$$p.seq"}}, "$$s"]}]}}})";
+    const std::string pages = R"({"$map": {"input": )" + Positions(count, R"({"$map": {"input": )" + found +
+                              R"(, "as": "p", "in": "$$p.seq"}})") + R"(, "as": "i", "in": {"$arrayElemAt": [{"$map": {"input": )" +
+                              found + R"(, "as": "p", "in": "$$p.elements"}}, "$$i"]}}})";
     return R"({"$reduce": {"input": )" + pages + R"(, "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}})";
   }
   // One element each, possibly many: in the order of the index {key, seq}
@@ -177,9 +186,9 @@ std::string PagesInOrder(const AsideLayout& rule) {
   const std::string counted = R"({"$filter": {"input": )" + found + R"(, "as": "p", "cond": {"$lt": ["$$p.seq", )" + count + "]}}}";
   const std::string ordered = R"({"$eq": ["$$f.seq", {"$range": [0, )" + count + "]}]}";
   return R"({"$let": {"vars": {"f": )" + counted + R"(}, "in": {"$let": {"vars": {"ordered": )" + ordered +
-         R"(}, "in": {"$cond": ["$$ordered", {"$map": {"input": "$$f", "as": "p", "in": "$$p.event"}}, {"$map": {"input": )"
-         R"({"$range": [0, {"$cond": ["$$ordered", 0, )" + count + R"(]}]}, "as": "s", "in": {"$arrayElemAt": [)"
-         R"({"$map": {"input": "$$f", "as": "p", "in": "$$p.event"}}, {"$indexOfArray": ["$$f.seq", "$$s"]}]}}}]}}}}})";
+         R"(}, "in": {"$cond": ["$$ordered", {"$map": {"input": "$$f", "as": "p", "in": "$$p.event"}}, {"$map": {"input": )" +
+         Positions(R"({"$cond": ["$$ordered", 0, )" + count + "]}", "\"$$f.seq\"") +
+         R"(, "as": "i", "in": {"$arrayElemAt": [{"$map": {"input": "$$f", "as": "p", "in": "$$p.event"}}, "$$i"]}}}]}}}}})";
 }
 
 // The $lookup of a document's pages by the marker's key, under a name of
@@ -256,12 +265,24 @@ BackendCommand EnsurePagesIndex(const AsideLayout& rule, bool creates) {
   bson_t* body = command.body.mut();
   AppendString(body, "createIndexes", rule.aside.collection);
   if (rule.one_per_document)
-    AppendArray(body, "indexes", {Json(R"({"key": {"key": 1, "seq": 1}, "name": "remold_history_key_seq"})"),
-                                  Json(R"({"key": {"parent": 1, "seq": 1}, "name": "parent_1_seq_1"})")});
+    AppendArray(body, "indexes", {Json(R"({"key": {"key": 1, "seq": 1}, "name": "remold_history_key_seq"})")});
   else
     AppendArray(body, "indexes", {Json(R"({"key": {"parent": 1, "seq": 1}, "name": "remold_outlier_pages"})")});
   AppendString(body, "$db", rule.aside.db);
   command.skip_if_collection_missing = !creates;
+  return command;
+}
+
+std::optional<BackendCommand> EnsureParentIndex(const AsideLayout& rule, bool creates) {
+  if (!rule.one_per_document) return std::nullopt;
+  BackendCommand command;
+  bson_t* body = command.body.mut();
+  AppendString(body, "createIndexes", rule.aside.collection);
+  AppendArray(body, "indexes", {Json(R"({"key": {"parent": 1, "seq": 1}, "name": "parent_1_seq_1"})")});
+  AppendString(body, "$db", rule.aside.db);
+  command.skip_if_collection_missing = !creates;
+  // The application's own index on those keys, under another name, serves.
+  command.holds_on_code = 85;  // IndexOptionsConflict
   return command;
 }
 

@@ -61,14 +61,18 @@ struct MoveAside {
 // another key, and a retried command writes the same pages again.
 MoveAside MovedAside(const AsideLayout& rule, const Doc& stored, std::span<const uint8_t> writer);
 
-// The index of the aside collection on the key and seq, which the view's
-// $lookup uses (and, one element per document, the application's
-// {parent, seq}) (for every document read through it: one without overflow
-// finds nothing there in one index probe). With `creates` (a write's plan:
+// The index of the aside collection on the key (and seq), which the view's
+// $lookup uses (for every document read through it: an unmarked one finds
+// nothing there in one index probe). With `creates` (a write's plan:
 // its user may create it) it creates the collection too, so that the
 // view's $lookup never names a missing one (DocumentDB refuses a $out or
 // $merge after such a $lookup); a read's plan skips it while missing.
 BackendCommand EnsurePagesIndex(const AsideLayout& rule, bool creates);
+
+// With one element per aside document: the application's index on
+// {parent, seq} (an order's events in order), which remold makes and does
+// not read by; an index of the same keys under another name holds.
+std::optional<BackendCommand> EnsureParentIndex(const AsideLayout& rule, bool creates);
 
 // The sparse index of the logical collection on the marker's key: the
 // overflowed documents, found without a scan by every read that must look
