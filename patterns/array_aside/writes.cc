@@ -24,6 +24,13 @@ constexpr int kMaxFoldRounds = 20;
 // delete (the rest of their pages are left, never read).
 constexpr int64_t kMoveAsideBatch = 100;
 constexpr int64_t kKeysBatch = 1000;
+// Rounds of kMoveAsideBatch documents moved aside after one write, at
+// most (an insert of many long documents); the rest stay whole, read
+// right, and are moved aside by their next write or `remold migrate`.
+constexpr int kMaxMoveAsideRounds = 50;
+// Page upserts per backend command, at most (PageWrites).
+constexpr size_t kPagesPerCommand = 1000;
+constexpr size_t kPageBytesPerCommand = 8 << 20;
 // How long the pages of a retired key stay, for readers that read the
 // document naming it before it was rewritten.
 constexpr int64_t kRetiredForMs = 60'000;
@@ -44,6 +51,7 @@ struct Flow {
   AsideLayout rule;
   AsideWrite write;
   int fold_rounds_left = kMaxFoldRounds;
+  int move_aside_rounds_left = kMaxMoveAsideRounds;
   std::vector<Doc> keys;  // boxed keys whose pages may be left unnamed
   std::optional<size_t> client_reply;
   std::optional<Doc> refusal;
@@ -393,13 +401,37 @@ Step DeletePages(const FlowPtr& f, const std::vector<Doc>& keys, const std::vect
   return Step{{std::move(remove)}, {}};
 }
 
+// The upserts of `pages`, in commands that every engine takes: at most
+// kPagesPerCommand statements (DocumentDB's maxWriteBatchSize is 25,000)
+// and about kPageBytesPerCommand each (a message may carry 48 MB). One
+// document's history alone may be hundreds of thousands of pages.
+std::vector<BackendCommand> PageWrites(const Flow& f, std::vector<Doc> pages) {
+  std::vector<BackendCommand> commands;
+  std::vector<Doc> chunk;
+  size_t bytes = 0;
+  auto flush = [&] {
+    if (chunk.empty()) return;
+    commands.push_back(UpdateCommand(f.client, ArgumentTarget::kPreparatoryWrite, f.rule.aside, false, std::move(chunk)));
+    commands.back().may_fail = true;
+    chunk.clear();
+    bytes = 0;
+  };
+  for (Doc& page : pages) {
+    if (chunk.size() >= kPagesPerCommand || bytes + page.bytes().size() > kPageBytesPerCommand) flush();
+    bytes += page.bytes().size();
+    chunk.push_back(std::move(page));
+  }
+  flush();
+  return commands;
+}
+
 // Step 4: the documents `filter` selects that need their overflow moved
 // aside: their pages first, then (if all were written) the documents.
 Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
   BackendCommand read = FindCommand(*f, f->rule.logical, Beside(filter, NeedsMovingAsideFilter(f->rule)), std::nullopt,
                                     kMoveAsideBatch);
   read.may_fail = true;
-  return Step{{std::move(read)}, [f](std::span<const Doc> replies) -> Step {
+  return Step{{std::move(read)}, [f, filter](std::span<const Doc> replies) -> Step {
                 if (!IsOkReply(replies.back())) return Cleanup(f);
                 std::vector<Doc> pages, documents;
                 for (const Doc& stored : FirstBatch(replies.back())) {
@@ -414,18 +446,23 @@ Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
                   documents.push_back(std::move(*moved.document));
                 }
                 if (documents.empty()) return Cleanup(f);
+                const bool more = static_cast<int64_t>(FirstBatch(replies.back()).size()) >= kMoveAsideBatch &&
+                                  --f->move_aside_rounds_left > 0;
                 BackendCommand store = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite, f->rule.logical,
                                                      false, std::move(documents));
                 store.may_fail = true;
-                Continuation then_cleanup = [f](std::span<const Doc>) { return Cleanup(f); };
+                // A full batch: the next one (those stored above no longer match).
+                Continuation then_cleanup = [f, filter, more](std::span<const Doc>) {
+                  return more ? MoveAsideStep(f, filter) : Cleanup(f);
+                };
                 if (pages.empty()) return Step{{std::move(store)}, then_cleanup};
-                BackendCommand write_pages = UpdateCommand(f->client, ArgumentTarget::kPreparatoryWrite,
-                                                           f->rule.aside, false, std::move(pages));
-                write_pages.may_fail = true;
-                return Step{{std::move(write_pages)},
-                            [f, store = std::move(store), then_cleanup](std::span<const Doc> replies) -> Step {
+                std::vector<BackendCommand> write_pages = PageWrites(*f, std::move(pages));
+                const size_t sent = write_pages.size();
+                return Step{std::move(write_pages),
+                            [f, sent, store = std::move(store), then_cleanup](std::span<const Doc> replies) -> Step {
                               // A document must never name a page that is not written.
-                              if (!IsOkReply(replies.back()) || HasWriteErrors(replies.back())) return Cleanup(f);
+                              for (const Doc& reply : replies.last(sent))
+                                if (!IsOkReply(reply) || HasWriteErrors(reply)) return Cleanup(f);
                               return Step{{store}, then_cleanup};
                             }};
               }};

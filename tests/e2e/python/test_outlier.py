@@ -1087,6 +1087,18 @@ def test_out_and_merge_before_any_overflow(outlier):
 # 3. The stored form.
 
 
+def test_one_insert_of_more_pages_than_one_command_takes(outlier):
+    """An insert whose documents overflow into 26,000 pages (more than one
+    backend command takes: DocumentDB's maxWriteBatchSize is 25,000, and
+    remold writes pages a thousand at a time): every document is moved
+    aside, and reads back whole."""
+    env = outlier(1)
+    docs = [SON([("_id", i), (ARRAY, [f"{i}-{j}" for j in range(101)])]) for i in range(260)]
+    both(env, "insert", lambda c: c.insert_many(copy.deepcopy(docs)))
+    assert env.stored.count_documents({MARKER: {"$exists": True}}) == 260
+    assert env.pages.count_documents({"parent": {"$ne": False}}) == 260 * 100
+
+
 def test_stored_form_below_and_above_the_threshold(outlier):
     """A document at or below the threshold is stored exactly as written (no
     marker, no page); one above keeps exactly
