@@ -101,8 +101,9 @@ BackendCommand PagesRead(const Command& client, const AsideLayout& rule, const s
   bson_t* body = read.body.mut();
   AppendString(body, "find", rule.aside.collection);
   AppendDoc(body, "filter", filter);
+  // Not singleBatch: a batch the reply's size cut short leaves the cursor
+  // open, which tells a page missing from the reply from a page deleted.
   BSON_APPEND_INT32(body, "batchSize", 1 << 30);
-  BSON_APPEND_BOOL(body, "singleBatch", true);
   SealCommand(client, ArgumentTarget::kRead, rule.aside.db, body);
   return read;
 }
@@ -135,10 +136,17 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
     if (!IsOkReply(reply)) return ShapedReply{reply, {}, {}, {}, {}, {}};
     std::map<std::string, Pages> pages;  // by the key's bytes
     bool complete = true;
+    ShapedReply killed;  // the pages cursor, left open by a reply cut short
     if (assembly->read_pages) {
       if (!IsOkReply(replies.back())) return ShapedReply{replies.back(), {}, {}, {}, {}, {}};
       std::optional<Doc> cursor = FindDocument(replies.back().get(), "cursor");
-      complete = cursor && FindInteger(cursor->get(), "id").value_or(0) == 0;
+      const int64_t open = cursor ? FindInteger(cursor->get(), "id").value_or(0) : 0;
+      complete = cursor && open == 0;
+      if (open != 0) {
+        killed.cursors_to_kill.push_back(open);
+        killed.kill_db = assembly->rule.aside.db;
+        killed.kill_collection = assembly->rule.aside.collection;
+      }
       for (Doc& page : FirstBatch(replies.back())) {
         auto parent = Find(page.get(), assembly->rule.KeyField());
         auto seq = Find(page.get(), "seq");
@@ -186,8 +194,8 @@ Plan WithDocumentsMadeWhole(Plan plan, const Command& client, const std::string&
       AppendArray(cursor.doc, key, documents);
       return true;
     });
-    if (refusal) return ShapedReply{*refusal, {}, {}, {}, {}, {}};
-    return ShapedReply{std::move(out), {}, {}, {}, {}, {}};
+    killed.reply = refusal ? std::move(*refusal) : std::move(out);
+    return killed;
   };
   return plan;
 }

@@ -490,7 +490,11 @@ class AsideRewriter {
       }
       Doc pushes;
       ForEachChild(op, [&](std::string_view path, const bson_iter_t& pushed) {
-        if (path == o_.array) {
+        if (path == o_.array && PushesNothing(pushed)) {
+          // {$each: []}: onto the document's own array, which a marked
+          // document has, it changes nothing (a tail would be made).
+          AppendValue(pushes.mut(), path, pushed);
+        } else if (path == o_.array) {
           AppendValue(pushes.mut(), o_.marker + ".tail", pushed);
           if (!o_.ArrayStartsWhole() && o_.latest > 0) AppendDoc(pushes.mut(), o_.array, LatestCopyPush(pushed));
         } else {
@@ -502,6 +506,19 @@ class AsideRewriter {
     }
     if (elsewhere) return std::nullopt;
     return out;
+  }
+
+  // Whether a $push's value is {$each: []}.
+  static bool PushesNothing(const bson_iter_t& pushed) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&pushed)) return false;
+    Doc boxed;
+    AppendValue(boxed.mut(), "v", pushed);
+    std::optional<Doc> spec = FindDocument(boxed.get(), "v");
+    auto each = spec && FirstKey(spec->get()) == "$each" ? Find(spec->get(), "$each") : std::nullopt;
+    if (!each || !BSON_ITER_HOLDS_ARRAY(&*each)) return false;
+    bool empty = true;
+    ForEachChild(*each, [&](std::string_view, const bson_iter_t&) { empty = false; });
+    return empty;
   }
 
   // The push that keeps the document's copy of the latest elements:
@@ -554,10 +571,11 @@ class AsideRewriter {
 
   // The documents of a write's statements that may now hold more than
   // `first` elements: those their filters' clauses not on the array
-  // select (documents whose filters say nothing else are left whole), and
-  // those upserted.
-  static std::function<std::optional<Doc>(const Doc&)> WrittenBy(std::vector<Doc> selecting) {
-    return [selecting = std::move(selecting)](const Doc& reply) -> std::optional<Doc> {
+  // select, and those upserted; with a statement whose filter says nothing
+  // else (`selects_all`), every document that needs it (a round at a time).
+  static std::function<std::optional<Doc>(const Doc&)> WrittenBy(std::vector<Doc> selecting, bool selects_all) {
+    return [selecting = std::move(selecting), selects_all](const Doc& reply) -> std::optional<Doc> {
+      if (selects_all) return Doc();
       std::vector<Doc> any = selecting;
       if (auto upserted = Find(reply.get(), "upserted"); upserted && BSON_ITER_HOLDS_ARRAY(&*upserted)) {
         std::vector<Doc> ids;
@@ -581,6 +599,7 @@ class AsideRewriter {
     std::vector<Doc> sent, fold_filters, selecting;
     ReadCollation read_collation;
     bool rewritten = false;
+    bool selects_all = false;
     // The statements before a rewritten one may change which documents it
     // matches; the fold reads before any runs. A document a statement
     // matches once earlier ones ran either matched it as it was, or was
@@ -615,7 +634,8 @@ class AsideRewriter {
         fold_filters.push_back(matched);
         if (std::optional<Plan> refused = SameCollation(read_collation, before)) return refused;
         Doc selects = PassingClauses(matched);
-        if (!selects.empty()) selecting.push_back(std::move(selects));
+        if (selects.empty()) selects_all = true;
+        else selecting.push_back(std::move(selects));
       }
       sent.push_back(WithDocument(statement, "q", Beside(filter, UnmarkedFilter(o_))));
     }
@@ -626,7 +646,7 @@ class AsideRewriter {
     bson_copy_to_excluding_noinit(command_.body.get(), write.write.body.mut(), "updates", nullptr);
     write.write.sequence_id = "updates";
     write.write.sequence = std::move(sent);
-    write.written = WrittenBy(std::move(selecting));
+    write.written = WrittenBy(std::move(selecting), selects_all);
     if (statements.size() == 1 && write.fold_filters.size() == 1 &&
         !FindBool(statements.front().get(), "multi").value_or(false)) {
       // One document: pinned to the one the filter selects (writes.h).

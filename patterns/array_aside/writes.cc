@@ -471,6 +471,8 @@ Step MoveAsideStep(const FlowPtr& f, const Doc& filter) {
 Step MoveAsideWritten(const FlowPtr& f, const Doc& client_reply) {
   if (f->rule.to_flat) return Cleanup(f);  // on the way out: documents stay whole
   std::optional<Doc> filter = f->write.written ? f->write.written(client_reply) : std::nullopt;
+  // A write of one document wrote the one it was pinned to.
+  if (f->pinned_id && (!filter || filter->empty())) filter = *f->pinned_id;
   if (!filter) return Cleanup(f);
   return MoveAsideStep(f, *filter);
 }
