@@ -1,7 +1,7 @@
 #!/bin/sh
 # The long differential run (issue 11), outside `make test`:
 #   tests/e2e/differential.sh --rule attribute --seed 7 --ops 100000
-# Options: --rule bucket|attribute|computed|subset|extended_reference|versioned|polymorphic|outlier
+# Options: --rule bucket|attribute|computed|subset|extended_reference|versioned|polymorphic|outlier|history
 # (repeatable; default all),
 # --seed N, --ops N (per rule), --length N (per sequence), --minimize-budget N.
 # Uses build/remold (or $REMOLD_BINARY) and the bundled backend, or

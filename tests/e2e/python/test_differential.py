@@ -1,6 +1,6 @@
 """The differential test (issue 11), bounded for ``make test``: for each rule
 (bucket, attribute, computed, subset, extended_reference, versioned,
-polymorphic, outlier) a few seeded random sequences of writes, reads,
+polymorphic, outlier, history) a few seeded random sequences of writes, reads,
 pipelines from a plain collection reading the ruled one, $out/$merge into it
 and catalog commands run through remold on the ruled collection and directly
 on the backend on a flat copy (for computed, subset and extended_reference,
@@ -11,7 +11,8 @@ its stored collection with a second rule's c3, which the sequences seed and
 write too, and the oracle keeps the flat side's copy of the stored collection
 to compare with remold's; for outlier, the threshold is 3, so that arrays of
 up to 12 elements overflow all the time, and each sequence starts with long
-arrays written before the rule). Every difference must be a
+arrays written before the rule; for history, likewise, with every element a
+document of its own aside and a copy of the latest 2 kept). Every difference must be a
 refusal documented in README.md's table "What works through remold", or a
 difference a cell of it states ("differs: ..."); any other difference fails
 the test, printed with its seed and a minimal

@@ -49,7 +49,7 @@ def start_backend():
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="differential", description=__doc__.splitlines()[0])
     parser.add_argument("--rule", action="append", choices=sorted(FAMILIES),
-                        help="family to run (repeatable; default all three)")
+                        help="family to run (repeatable; default all)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ops", type=int, default=100_000, help="operations per rule")
     parser.add_argument("--length", type=int, default=40, help="operations per sequence")
@@ -60,6 +60,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops remold and the backend
     families = args.rule or sorted(FAMILIES)
+    for name in families:
+        note = FAMILIES[name].configure(args.seed)
+        if note:
+            print(f"{name}: {note} (seed {args.seed})", flush=True)
     table = Table.from_readme(conftest.SOURCE_DIR / "README.md")
     prefix = f"diff_{uuid.uuid4().hex[:6]}"
     backend, stop_backend = start_backend()
@@ -75,6 +79,10 @@ def main(argv=None) -> int:
             print(f"backend: {backend.kind}; capabilities: {', '.join(sorted(caps))}", flush=True)
             results = []
             for name in families:
+                missing = set(FAMILIES[name].requires) - caps
+                if missing:
+                    print(f"== {name}: skipped, the backend lacks {', '.join(sorted(missing))}", flush=True)
+                    continue
                 h = harness(name, prefix, client, direct, table, caps)
                 results.append(run_campaign(
                     h, caps, seed=args.seed, sequences=None, length=args.length, ops_total=args.ops,

@@ -70,8 +70,17 @@ class Family:
     # may answer unlike MongoDB.
     op_needs: dict = {}
 
+    # Backend capabilities without which the rule cannot be judged at all
+    # (the family is skipped).
+    requires: tuple = ()
+
     def rules(self, db: str) -> dict[str, str]:
         raise NotImplementedError
+
+    def configure(self, seed: int):
+        """Settings of the rule the long run's seed chooses, before the rules
+        are written: a note of what it chose, or None."""
+        return None
 
     caps: set = set()           # the backend's capabilities (capabilities.probe)
 
@@ -878,52 +887,60 @@ class Polymorphic(Family):
 
 
 
-class Outlier(Family):
-    """c's array ``buyers`` keeps its first THRESHOLD elements; the rest lives
-    in pages of ``c_overflow`` behind a hidden marker (patterns/outlier/).
-    The threshold is small so that arrays of 0..12 elements overflow all the
-    time (a page of 3, a tail appended by $push). Each sequence starts with
-    documents written before the rule (long arrays stored whole, no marker,
-    on the backend directly), which remold reads as they are. Besides the
-    generator's own operations (whose fields include ``buyers.u`` and
-    ``buyers.4``, an element in the overflow), the family sends $push by
-    _id (plain, $each, $position/$slice/$sort), updates of the array by
-    other filters ($push, $addToSet, $pull, $pullAll, $pop, $set of the array
-    or of an element, positional, $unset, $rename), findAndModify on it,
-    reads filtered on elements ($elemMatch, $in, $size, $all, positions),
-    projections of the array, distinct of it and pipelines unwinding it,
-    $out and $merge of c into a plain collection, now and then the marker
-    field named (refused, 2) and a unique index on the array. The overflow
-    collection is the rule's: it is not compared (remold lists it)."""
-    name = "outlier"
+class ArrayAside(Family):
+    """A rule that stores c's array ``ARRAY`` partly aside behind a hidden
+    marker ``MARKER`` (patterns/array_aside/): the outlier's pages, the
+    history's one document per element. Arrays of 0..12 elements cross the
+    rule's bound all the time. Each sequence starts with documents written
+    before the rule (long arrays stored whole, no marker, on the backend
+    directly), which remold reads as they are. Besides the generator's own
+    operations (whose fields include ``<array>.u`` and ``<array>.4``, an
+    element aside), the family sends $push by _id (plain, $each,
+    $position/$slice/$sort), updates of the array by other filters ($push,
+    $addToSet, $pull, $pullAll, $pop, $set of the array or of an element,
+    positional, $unset, $rename), findAndModify on it, reads filtered on
+    elements ($elemMatch, $in, $size, $all, positions), projections of the
+    array, distinct of it and pipelines unwinding it, $out and $merge of c
+    into a plain collection, now and then the marker field named (refused,
+    2) and a unique index on the array. The rule's own collection is not
+    compared (remold lists it)."""
     # remold's guards (a document unchanged since read) must see an append:
     # the stand-in's $expr takes a shorter array for equal.
-    requires = ("expr_array_equality",)
-    fields = ("_id", "title", "n", "buyers", "note", "buyers.u", "buyers.4")
-    join_fields = ("buyers", "title", "buyers.u")
-    empty_array_fields = ("buyers", "buyers.u", "buyers.4")
+    requires: tuple = ("expr_array_equality",)
     names = LOGICAL + ("o3",)
     reads_forwarded = True  # the backend's own cursor: a find sent as is (its batches made whole) or one aggregate over the view
     op_needs = {
-        # c's database holds the overflow collection and its index.
+        # c's database holds the rule's collection and its indexes.
         "dropIndexes": ("drop_indexes_beside_others",),
     }
-    ARRAY = "buyers"
-    THRESHOLD = 3
-    MARKER = "_remold_outlier"
-    SEED = ({"_id": 10_000, "title": "a", "n": 1, "buyers": [1, "a", 2, "b", 3, "c", 4, {"u": "a", "q": 1}]},
-            {"_id": 10_001, "buyers": [{"u": "a", "q": 1}, {"u": "b"}, {"u": "c", "q": 2}, {"u": "a", "q": 3}],
+    ARRAY = ""
+    MARKER = ""
+    # Documents written before the rule; "ARRAY" stands for the array's name.
+    SEED = ({"_id": 10_000, "title": "a", "n": 1, "ARRAY": [1, "a", 2, "b", 3, "c", 4, {"u": "a", "q": 1}]},
+            {"_id": 10_001, "ARRAY": [{"u": "a", "q": 1}, {"u": "b"}, {"u": "c", "q": 2}, {"u": "a", "q": 3}],
              "title": "s1"},
-            {"_id": 10_002, "title": "b", "buyers": [2, 1]})
+            {"_id": 10_002, "title": "b", "ARRAY": [2, 1]})
+
+    def __init__(self):
+        a = self.ARRAY
+        self.fields = ("_id", "title", "n", a, "note", f"{a}.u", f"{a}.4")
+        self.join_fields = (a, "title", f"{a}.u")
+        self.empty_array_fields = (a, f"{a}.u", f"{a}.4")
+
+    def setting(self) -> tuple[str, int]:
+        """The rule's bound, (its key in the rule file, its value): how many
+        elements the document embeds (or keeps a copy of)."""
+        raise NotImplementedError
 
     def rules(self, db):
+        key, bound = self.setting()
         return {"c.yaml": "\n".join([
-            f"namespace: {db}.c", "pattern: outlier", "outlier:", f"  array: {self.ARRAY}",
-            f"  threshold: {self.THRESHOLD}"]) + "\n"}
+            f"namespace: {db}.c", f"pattern: {self.name}", f"{self.name}:", f"  array: {self.ARRAY}",
+            f"  {key}: {bound}"]) + "\n"}
 
     def seed(self, stored_db, flat_db):
-        stored_db.c.insert_many([dict(d) for d in self.SEED])
-        flat_db.c.insert_many([dict(d) for d in self.SEED])
+        for db in (stored_db, flat_db):
+            db.c.insert_many([{(self.ARRAY if k == "ARRAY" else k): v for k, v in d.items()} for d in self.SEED])
 
     def join_values(self):
         return [None, 1, "a", 2.5, "b", "s1"]
@@ -974,9 +991,9 @@ class Outlier(Family):
             return pick(rng, 1, 2, 2.5, Int64(3), None, "a")
         if field == self.ARRAY:
             return self.element(rng) if rng.random() < 0.8 else self.array(rng)
-        if field == "buyers.u":
+        if field == f"{self.ARRAY}.u":
             return pick(rng, "a", "b", "c", None, 1)
-        if field == "buyers.4":
+        if field == f"{self.ARRAY}.4":
             return self.element(rng)
         return super().value(rng, field)
 
@@ -1223,7 +1240,7 @@ class Outlier(Family):
         elif which == 6:
             pipeline = [{"$match": q}, {"$unwind": f"${a}"}, {"$count": "n"}]
         else:
-            pipeline = [{"$addFields": {"k": {"$size": guarded}}}, {"$match": {"k": {"$gt": self.THRESHOLD}}},
+            pipeline = [{"$addFields": {"k": {"$size": guarded}}}, {"$match": {"k": {"$gt": self.setting()[1]}}},
                         {"$project": {"k": 1, "title": 1}}]
         return op("aggregate", {"aggregate": "c", "pipeline": pipeline, "cursor": {}}, shape)
 
@@ -1275,5 +1292,42 @@ class Outlier(Family):
                   "ok", kind="write")
 
 
+class Outlier(ArrayAside):
+    """c's array ``buyers`` keeps its first THRESHOLD elements; the rest lives
+    in pages of ``c_overflow`` (patterns/outlier/). The threshold is small so
+    that arrays overflow all the time (a page of 3, a tail appended by
+    $push)."""
+    name = "outlier"
+    ARRAY = "buyers"
+    THRESHOLD = 3
+    MARKER = "_remold_outlier"
+
+    def setting(self):
+        return "threshold", self.THRESHOLD
+
+
+class History(ArrayAside):
+    """Every element of c's array ``events`` is a document {_id, key, parent,
+    seq, event} of ``c_history`` (patterns/history/); the document keeps a
+    copy of its latest ``keep`` elements. ``keep`` is 2, or chosen by the
+    long run's seed (0..3: the seed modulo 4), so that a copy of none, some
+    or all of a short array is met. A $push by _id appends one history
+    document per element; other writes on the array fold the document whole
+    and move it aside again. The view looks the events up by the equality
+    $lookup and orders them with $let, $filter and $map (the stand-in lacks
+    $let: its expr_array_equality gap skips it first)."""
+    name = "history"
+    ARRAY = "events"
+    MARKER = "_remold_history"
+    keep = 2
+
+    def configure(self, seed):
+        self.keep = seed % 4
+        return f"keep {self.keep}"
+
+    def setting(self):
+        return "keep", self.keep
+
+
 FAMILIES = {f.name: f for f in (Bucket(), Attribute(), Computed(), Subset(), ExtendedReference(), Versioned(),
-                                Polymorphic(), Outlier())}
+                                Polymorphic(), Outlier(), History())}
