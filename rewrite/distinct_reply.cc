@@ -54,14 +54,26 @@ Doc DistinctReply(std::span<const Doc> replies) {
 std::vector<Doc> DistinctStages(const std::string& key) {
   // One $unwind per component of the path: distinct looks into an array
   // met on the way ({a: [{b: 1}, {b: 2}]} gives 1 and 2 for "a.b") and
-  // into the array at the end.
+  // into the array at the end. Not into an array in an array on the way:
+  // MongoDB finds no field of that name in it ({a: [[{b: 1}]]} gives
+  // nothing for "a.b"), so such an element goes no further.
   std::vector<Doc> stages;
   for (size_t end = key.find('.'); ; end = key.find('.', end + 1)) {
+    const std::string prefix = key.substr(0, end);
     Doc unwind;
-    AppendString(unwind.mut(), "path", "$" + key.substr(0, end));
+    AppendString(unwind.mut(), "path", "$" + prefix);
     BSON_APPEND_BOOL(unwind.mut(), "preserveNullAndEmptyArrays", true);
     stages.push_back(Stage("$unwind", unwind));
     if (end == std::string::npos) break;
+    // {$not: {$exists: true, $type: "array"}}: $exists first, as a
+    // document starting with "$type" reads as a legacy binary value to
+    // Extended JSON readers (libbson's, remold explain's).
+    Doc not_array, type, match;
+    BSON_APPEND_BOOL(type.mut(), "$exists", true);
+    AppendString(type.mut(), "$type", "array");
+    AppendDoc(not_array.mut(), "$not", type);
+    AppendDoc(match.mut(), prefix, not_array);
+    stages.push_back(Stage("$match", match));
   }
   // Where the unwinds left no value (an empty array, a missing field),
   // nothing is added: MongoDB's $addToSet skips a missing value, but

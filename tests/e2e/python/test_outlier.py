@@ -974,6 +974,24 @@ def test_distinct_matches_the_flat_copy(read_env, name):
     assert same(f"distinct {key} {filt}", got, want)
 
 
+def test_distinct_does_not_look_into_an_array_in_an_array(outlier):
+    """distinct of a field of the elements finds nothing in an element that
+    is itself an array (MongoDB looks into one array on the way, not into
+    an array in it), the element values of such arrays are values of
+    distinct of the array itself; overflowed or not, as the flat copy
+    (remold's distinct through the view, rewrite/distinct_reply.cc: seed
+    2926 of the Outlier family found the nested case answered otherwise)."""
+    env = outlier(THRESHOLD)
+    nested = [[SON([("k", 1)])], SON([("k", 2)]), [[SON([("k", 3)])]], SON([("k", [4, [5]])]), [6, [7]]]
+    documents = [SON([("_id", 1), (ARRAY, nested)]),                      # overflowed: 5 elements
+                 SON([("_id", 2), (ARRAY, [[SON([("k", 8)])], SON([("k", 9)])])])]  # whole
+    both(env, "insert", lambda c: c.insert_many(copy.deepcopy(documents)))
+    for key, filt in ((f"{ARRAY}.k", {}), (ARRAY, {}), (f"{ARRAY}.k", {"_id": 1}), (f"{ARRAY}.k", {f"{ARRAY}.k": 2})):
+        got = outcome(lambda: sorted_values(env.ruled.distinct(key, filt)))
+        want = oracle(lambda: sorted_values(env.flat.distinct(key, filt)))
+        assert same(f"distinct {key} {filt}", got, want)
+
+
 AGGREGATES = {
     "$unwind and $group over the array": lambda side: [
         {"$unwind": f"${ARRAY}"},
