@@ -1501,3 +1501,59 @@ def test_history_past_16_mib(history, backend):
     assert env.ruled.delete_one({"_id": 1}).deleted_count == 1
     assert env.stored.count_documents({}) == 0
     assert stored[MARKER]["key"] in retired_keys(env)
+
+
+# --------------------------------------------------------------------------
+# 6. remold migrate, both ways.
+
+
+def test_migrate_moves_events_aside_and_back(private_remold, direct_client, db_name, tmp_path, backend):
+    """`remold migrate` moves the events of orders written before the rule
+    to the history collection (one history document each, the order
+    keeping a copy of its latest `keep`), and is then done; with
+    `migrating: to_flat` in the rule, `--to flat` stores every order whole
+    again (without it, it is refused). Reads through remold answer the
+    orders as written all along."""
+    failure = rule_fails(lambda rules: private_remold(extra_args=("--rules", str(rules))), direct_client, tmp_path)
+    if failure:
+        pytest.skip(failure)
+    from test_rules import run_remold
+    keep = 2
+    db = direct_client.get_database(db_name, codec_options=SON_OPTIONS)
+    written = [SON([("_id", i), ("status", f"s{i}"), (ARRAY, [ev(STATUSES[k % 6], k) for k in range(i)])])
+               for i in range(8)]
+    written.append(SON([("_id", 8), ("status", "none")]))  # no array at all
+    db[RULED].insert_many(copy.deepcopy(written))
+    rules = write_rule(tmp_path / "rules", db_name, keep)
+    migrate = ("migrate", "--backend", backend.uri, "--rules", str(rules), "--rule", RULED)
+
+    dry = run_remold(*migrate, "--dry-run")
+    assert dry.returncode == 1 and "7 document(s) would be stored in the rule's form" in dry.stdout, \
+        dry.stdout + dry.stderr
+    assert db[RULED].count_documents({MARKER: {"$exists": True}}) == 0
+    assert db[HISTORY].count_documents({}) == 0
+    done = run_remold(*migrate)
+    assert done.returncode == 0 and "0 left" in done.stdout, done.stdout + done.stderr
+    stored = list(db[RULED].find().sort("_id", 1))
+    assert [d["_id"] for d in stored if MARKER in d] == list(range(1, 8))
+    for d in stored[:8]:
+        assert d[ARRAY] == written[d["_id"]][ARRAY][-keep:], f"order {d['_id']} keeps {d[ARRAY]}"
+    assert ARRAY not in stored[8] and MARKER not in stored[8]
+    events = list(db[HISTORY].find({"parent": {"$exists": True}}, {"_id": 0, "parent": 1, "seq": 1, "event": 1})
+                  .sort([("parent", 1), ("seq", 1)]))
+    assert [(e["parent"], e["seq"], e["event"]) for e in events] == \
+        [(i, k, written[i][ARRAY][k]) for i in range(8) for k in range(i)]
+    again = run_remold(*migrate, "--dry-run")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+    remold = private_remold(extra_args=("--rules", str(rules)))
+    with pymongo.MongoClient(remold.uri, document_class=SON) as client:
+        assert list(client[db_name][RULED].find().sort("_id", 1)) == written
+
+    refused = run_remold(*migrate, "--to", "flat")
+    assert refused.returncode == 2 and "migrating: to_flat" in refused.stderr, refused.stdout + refused.stderr
+    with open(rules / "orders.yaml", "a") as rule:
+        rule.write("  migrating: to_flat\n")
+    back = run_remold(*migrate, "--to", "flat")
+    assert back.returncode == 0 and "0 left" in back.stdout, back.stdout + back.stderr
+    assert list(db[RULED].find().sort("_id", 1)) == written
