@@ -2,11 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <string>
 
+#include "patterns/array_aside/rule_fields.h"
 #include "rules/file_context.h"
-#include "rules/yaml_type.h"
 
 namespace remold {
 
@@ -14,43 +13,12 @@ HistoryRule HistoryRule::Parse(const FileContext& ctx, const YAML::Node& h, cons
   ctx.CheckKeys(h, "'history'", {"array", "keep", "collection", "migrating"});
   HistoryRule rule;
   rule.logical = logical;
+  ctx.Step([&] { rule.array = ParseAsideArray(ctx, h, "'history'", "the top-level array field whose elements are the history"); });
   ctx.Step([&] {
-    rule.array = ctx.String(h, "array", "'history'", "the top-level array field whose elements are the history");
-    if (ctx.CheckFieldName(h["array"], rule.array, "array field")) {
-      if (rule.array == "_id") ctx.Fail(h["array"], "array field '_id' is every document's identity, expected an array field");
-      if (rule.array.find('.') != std::string::npos)
-        ctx.Fail(h["array"], "array field '" + rule.array + "' is a dotted path, expected a top-level field");
-      if (rule.array.starts_with("_remold"))
-        ctx.Fail(h["array"], "array field '" + rule.array + "' starts with '_remold', which remold keeps for itself");
-    }
+    rule.keep = ParseAsideCount(ctx, h, "'history'", "keep", 0, kMaxKeep, "how many of the latest elements a document keeps embedded");
   });
-  ctx.Step([&] {
-    YAML::Node k = h["keep"];
-    const std::string range = "0.." + std::to_string(kMaxKeep);
-    if (!k) ctx.Fail(h, "'history' has no 'keep', expected how many of the latest elements a document keeps embedded (" + range + ")");
-    if (TypeOf(k) != YamlType::kInt) ctx.Fail(k, "'keep' is " + Found(k) + ", expected an integer");
-    int64_t keep = -1;
-    const std::string& text = k.Scalar();
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), keep);
-    if (ec != std::errc() || end != text.data() + text.size() || keep < 0 || keep > kMaxKeep)
-      ctx.Fail(k, "'keep' is " + text + ", expected " + range);
-    rule.keep = static_cast<int32_t>(keep);
-  });
-  ctx.Step([&] {
-    const std::string collection = ctx.OptionalString(h, "collection", logical.collection + "_history", "a collection name");
-    if (collection.empty() || collection.find('$') != std::string::npos || collection == logical.collection ||
-        collection.starts_with("system."))
-      ctx.Fail(h["collection"], "history collection '" + collection + "' must be a collection name other than the logical one");
-    rule.history = {logical.db, collection};
-  });
-  if (YAML::Node m = h["migrating"]) {
-    ctx.Step([&] {
-      if (TypeOf(m) != YamlType::kString || m.Scalar() != "to_flat")
-        ctx.Fail(m, "'migrating' is " + Found(m) + ", expected to_flat (writes store documents whole, for "
-                    "`remold migrate --to flat` before the rule is removed)");
-      rule.to_flat = true;
-    });
-  }
+  ctx.Step([&] { rule.history = ParseAsideCollection(ctx, h, "collection", logical, "history", "history"); });
+  ctx.Step([&] { rule.to_flat = ParseMigratingToFlat(ctx, h); });
   return rule;
 }
 

@@ -2,11 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <string>
 
+#include "patterns/array_aside/rule_fields.h"
 #include "rules/file_context.h"
-#include "rules/yaml_type.h"
 
 namespace remold {
 
@@ -14,43 +13,12 @@ OutlierRule OutlierRule::Parse(const FileContext& ctx, const YAML::Node& o, cons
   ctx.CheckKeys(o, "'outlier'", {"array", "threshold", "overflow", "migrating"});
   OutlierRule rule;
   rule.logical = logical;
+  ctx.Step([&] { rule.array = ParseAsideArray(ctx, o, "'outlier'", "the top-level array field whose overflow is stored aside"); });
   ctx.Step([&] {
-    rule.array = ctx.String(o, "array", "'outlier'", "the top-level array field whose overflow is stored aside");
-    if (ctx.CheckFieldName(o["array"], rule.array, "array field")) {
-      if (rule.array == "_id") ctx.Fail(o["array"], "array field '_id' is every document's identity, expected an array field");
-      if (rule.array.find('.') != std::string::npos)
-        ctx.Fail(o["array"], "array field '" + rule.array + "' is a dotted path, expected a top-level field");
-      if (rule.array.starts_with("_remold"))
-        ctx.Fail(o["array"], "array field '" + rule.array + "' starts with '_remold', which remold keeps for itself");
-    }
+    rule.threshold = ParseAsideCount(ctx, o, "'outlier'", "threshold", 1, kMaxThreshold, "how many elements a document keeps");
   });
-  ctx.Step([&] {
-    YAML::Node t = o["threshold"];
-    const std::string range = std::to_string(1) + ".." + std::to_string(kMaxThreshold);
-    if (!t) ctx.Fail(o, "'outlier' has no 'threshold', expected how many elements a document keeps (" + range + ")");
-    if (TypeOf(t) != YamlType::kInt) ctx.Fail(t, "'threshold' is " + Found(t) + ", expected an integer");
-    int64_t threshold = 0;
-    const std::string& text = t.Scalar();
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), threshold);
-    if (ec != std::errc() || end != text.data() + text.size() || threshold < 1 || threshold > kMaxThreshold)
-      ctx.Fail(t, "'threshold' is " + text + ", expected " + range);
-    rule.threshold = static_cast<int32_t>(threshold);
-  });
-  ctx.Step([&] {
-    const std::string collection = ctx.OptionalString(o, "overflow", logical.collection + "_overflow", "a collection name");
-    if (collection.empty() || collection.find('$') != std::string::npos || collection == logical.collection ||
-        collection.starts_with("system."))
-      ctx.Fail(o["overflow"], "overflow collection '" + collection + "' must be a collection name other than the logical one");
-    rule.overflow = {logical.db, collection};
-  });
-  if (YAML::Node m = o["migrating"]) {
-    ctx.Step([&] {
-      if (TypeOf(m) != YamlType::kString || m.Scalar() != "to_flat")
-        ctx.Fail(m, "'migrating' is " + Found(m) + ", expected to_flat (writes store documents whole, for "
-                    "`remold migrate --to flat` before the rule is removed)");
-      rule.to_flat = true;
-    });
-  }
+  ctx.Step([&] { rule.overflow = ParseAsideCollection(ctx, o, "overflow", logical, "overflow", "overflow"); });
+  ctx.Step([&] { rule.to_flat = ParseMigratingToFlat(ctx, o); });
   return rule;
 }
 
