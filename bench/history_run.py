@@ -40,7 +40,7 @@ import pymongo
 from pymongo.errors import OperationFailure
 
 from migrate_run import start_backend
-from run_helpers import percentile, start_remold, timed, without_credentials
+from run_helpers import compare_rounds, percentile, start_remold, timed, without_credentials
 
 RULE = """namespace: {db}.orders
 pattern: history
@@ -117,7 +117,7 @@ def main() -> None:
             ruled_seconds = time.perf_counter() - began
             counted = direct[ruled_name].orders_history.count_documents({"parent": 0})
             print(f"\n$push of {BATCH:,} events at a time onto one order")
-            print(f"  plain collection: " + (f"failed after {reached_plain:,} events: {failure}" if failure
+            print("  plain collection: " + (f"failed after {reached_plain:,} events: {failure}" if failure
                                               else f"took all {reached_plain:,} events (raise --target)"))
             print(f"  with the rule:    {reached_ruled:,} events pushed in {ruled_seconds:.1f} s, "
                   f"{counted:,} history documents, failure: {ruled_failure}")
@@ -155,22 +155,8 @@ def main() -> None:
                 "the whole order": lambda c: c.find_one({"_id": any_order()}),
             }
             for label, operation in comparisons.items():
-                samples = {"plain": [], "with the rule": []}
-                for collection in (plain, ruled):  # warm up
-                    for _ in range(20):
-                        operation(collection)
-                for round_index in range(args.rounds):
-                    order = [("plain", plain), ("with the rule", ruled)]
-                    if round_index % 2:
-                        order.reverse()
-                    for name, collection in order:
-                        for _ in range(args.ops):
-                            timed(samples[name], lambda: operation(collection))
-                base = percentile(samples["plain"], 0.5)
-                print(f"\n{label}")
-                for name, values in samples.items():
-                    p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
-                    print(f"  {name:16s} p50 {p50 * 1e6:8.1f} us   p99 {p99 * 1e6:8.1f} us   p50 ratio {p50 / base:5.2f}")
+                compare_rounds(label, {"plain": lambda: operation(plain), "with the rule": lambda: operation(ruled)},
+                               args.rounds, args.ops, warm_up=20)
             for name in (plain_name, ruled_name):
                 direct.drop_database(name)
     finally:

@@ -36,7 +36,7 @@ import pymongo
 from pymongo.errors import OperationFailure
 
 from migrate_run import start_backend
-from run_helpers import percentile, start_remold, timed, without_credentials
+from run_helpers import compare_rounds, percentile, start_remold, timed, without_credentials
 
 RULE = """namespace: {db}.books
 pattern: outlier
@@ -160,22 +160,8 @@ def main() -> None:
                 "$push of one buyer by _id": push_one,
             }
             for label, operation in comparisons.items():
-                samples = {"plain": [], "with the rule": []}
-                for collection in (plain, ruled):  # warm up
-                    for _ in range(50):
-                        operation(collection)
-                for round_index in range(args.rounds):
-                    order = [("plain", plain), ("with the rule", ruled)]
-                    if round_index % 2:
-                        order.reverse()
-                    for name, collection in order:
-                        for _ in range(args.ops):
-                            timed(samples[name], lambda: operation(collection))
-                base = percentile(samples["plain"], 0.5)
-                print(f"\n{label}")
-                for name, values in samples.items():
-                    p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
-                    print(f"  {name:16s} p50 {p50 * 1e6:8.1f} us   p99 {p99 * 1e6:8.1f} us   p50 ratio {p50 / base:5.2f}")
+                compare_rounds(label, {"plain": lambda: operation(plain), "with the rule": lambda: operation(ruled)},
+                               args.rounds, args.ops, warm_up=50)
             for name in (plain_name, ruled_name):
                 direct.drop_database(name)
     finally:

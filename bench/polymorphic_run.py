@@ -33,7 +33,7 @@ from pathlib import Path
 import pymongo
 
 from migrate_run import start_backend
-from run_helpers import percentile, start_remold, timed, without_credentials
+from run_helpers import compare_rounds, start_remold, without_credentials
 
 TYPES = {"articles": "ARTICLE", "videos": "VIDEO", "podcasts": "PODCAST"}
 RULE = """namespace: {db}.{name}
@@ -140,24 +140,8 @@ def main() -> None:
             expected_latest = [d["_id"] for d in latest_each_type(through_plain)]
             assert [d["_id"] for d in latest_unified(through_ruled)] == expected_latest
             for label, (mine, rules_way, mine_name, rule_name) in comparisons.items():
-                samples = {mine_name: [], rule_name: []}
-                for operation in (mine, rules_way):  # warm up
-                    for _ in range(50):
-                        operation()
-                for round_index in range(args.rounds):
-                    order = [(mine_name, mine), (rule_name, rules_way)]
-                    if round_index % 2:
-                        order.reverse()
-                    for name, operation in order:
-                        for _ in range(args.ops):
-                            result = timed(samples[name], operation)
-                            assert result is not None, (label, name)
-                base = percentile(samples[mine_name], 0.5)
-                print(f"\n{label}")
-                for name, values in samples.items():
-                    p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
-                    print(f"  {name:28s} p50 {p50 * 1e6:8.1f} us   p99 {p99 * 1e6:8.1f} us   "
-                          f"p50 ratio {p50 / base:5.2f}")
+                compare_rounds(label, {mine_name: mine, rule_name: rules_way}, args.rounds, args.ops, warm_up=50,
+                               width=28)
             stored = direct[ruled_name].content
             plan = stored.find({"type": "VIDEO", "slug": "videos-1"}).explain().get("queryPlanner", {})
             print(f"\nthe type's find by slug on {ruled_name}.content uses the index: "

@@ -42,3 +42,26 @@ def timed(samples: list[float], operation) -> object:
     result = operation()
     samples.append(time.perf_counter() - began)
     return result
+
+
+def compare_rounds(label: str, ways: dict, rounds: int, ops: int, warm_up: int, width: int = 16) -> None:
+    """Times each way (name -> operation, the first the base) `ops` times a
+    round, `rounds` rounds alternating which goes first, after `warm_up`
+    untimed runs of each; prints p50, p99 and the p50 ratio to the base.
+    An operation that returns None fails the run."""
+    samples = {name: [] for name in ways}
+    for operation in ways.values():
+        for _ in range(warm_up):
+            operation()
+    for round_index in range(rounds):
+        order = list(ways.items())
+        if round_index % 2:
+            order.reverse()
+        for name, operation in order:
+            for _ in range(ops):
+                assert timed(samples[name], operation) is not None, (label, name)
+    base = percentile(samples[next(iter(ways))], 0.5)
+    print(f"\n{label}")
+    for name, values in samples.items():
+        p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+        print(f"  {name:{width}s} p50 {p50 * 1e6:8.1f} us   p99 {p99 * 1e6:8.1f} us   p50 ratio {p50 / base:5.2f}")
