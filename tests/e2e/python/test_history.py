@@ -66,7 +66,7 @@ from pymongo.errors import OperationFailure
 
 from conftest import NO_PROXY, Remold, start_remold
 from migration_support import drop_database_after_kills
-from test_outlier import canon, oracle, outcome, plain_gaps, show, sorted_values
+from test_outlier import canary_fails, canon, oracle, outcome, plain_gaps, show, sorted_values
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="needs remold's rules")
 
@@ -159,35 +159,9 @@ def backend_lacks(direct_client) -> list[str]:
 def rule_fails(start_remold_with: Callable[[Path], Remold], direct_client, tmp: Path) -> str | None:
     """How a canary of the rule through remold fails on a backend that
     lacks part of what it uses (None: it works, or nothing is lacking)."""
-    lacks = backend_lacks(direct_client)
-    key = tuple(direct_client.address or ("?", 0))
-    if not lacks or key in _RULE_FAILS:
-        return _RULE_FAILS.get(key)
-    name = f"e2e_py_history_canary_{uuid.uuid4().hex[:8]}"
-    rules = tmp / "canary_rules"
-    rules.mkdir()
-    (rules / "orders.yaml").write_text(rule_text(name, 2))
-    remold = start_remold_with(rules)
-    failure = None
-    try:
-        with pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000) as client:
-            orders = client[name][RULED]
-            orders.insert_one({"_id": 1, ARRAY: list(range(5))})
-            orders.update_one({"_id": 1}, {"$push": {ARRAY: 5}})
-            orders.update_one({"_id": 1}, {"$pull": {ARRAY: 2}})
-            for filt in ({"_id": 1}, {ARRAY: 0}):
-                got = orders.find_one(filt)
-                if got != {"_id": 1, ARRAY: [0, 1, 3, 4, 5]}:
-                    failure = f"find_one({filt}) answered {got}"
-    except OperationFailure as exc:
-        failure = f"{type(exc).__name__} {exc.code}: {str(exc)[:200]}"
-    finally:
-        remold.kill()
-        direct_client.drop_database(name)
-    if failure:
-        failure = f"this backend lacks {'; '.join(lacks)}; the rule through remold fails on it: {failure}"
-    _RULE_FAILS[key] = failure
-    return failure
+    return canary_fails(start_remold_with, direct_client, tmp, lacks=backend_lacks(direct_client), cache=_RULE_FAILS,
+                        rule_file="orders.yaml", rule=lambda name: rule_text(name, 2), collection=RULED, array=ARRAY,
+                        length=5, probe=0)
 
 
 def open_env(remold: Remold, make_client: Callable, direct_client, db_name: str, keep: int) -> SimpleNamespace:

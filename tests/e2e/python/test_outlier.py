@@ -140,25 +140,37 @@ def backend_lacks(direct_client) -> list[str]:
 def rule_fails(start_remold_with: Callable[[Path], Remold], direct_client, tmp: Path) -> str | None:
     """How a canary of the rule through remold fails on a backend that
     lacks part of what it uses (None: it works, or nothing is lacking)."""
-    lacks = backend_lacks(direct_client)
+    return canary_fails(start_remold_with, direct_client, tmp, lacks=backend_lacks(direct_client), cache=_RULE_FAILS,
+                        rule_file="books.yaml", rule=lambda name: rule_text(name, 3), collection=RULED, array=ARRAY,
+                        length=7, probe=6)
+
+
+def canary_fails(start_remold_with: Callable[[Path], Remold], direct_client, tmp: Path, *, lacks: list[str],
+                 cache: dict, rule_file: str, rule: Callable[[str], str], collection: str, array: str, length: int,
+                 probe) -> str | None:
+    """A rule of an array stored aside (`rule(db)`, written to `rule_file`)
+    tried through remold where the backend `lacks` something: a document of
+    `length` elements 0.., one pushed, 2 pulled, then read by _id and by
+    the element `probe`. How that fails, or None; cached per backend."""
     key = tuple(direct_client.address or ("?", 0))
-    if not lacks or key in _RULE_FAILS:
-        return _RULE_FAILS.get(key)
-    name = f"e2e_py_outlier_canary_{uuid.uuid4().hex[:8]}"
+    if not lacks or key in cache:
+        return cache.get(key)
+    name = f"e2e_py_{collection}_canary_{uuid.uuid4().hex[:8]}"
     rules = tmp / "canary_rules"
     rules.mkdir()
-    (rules / "books.yaml").write_text(rule_text(name, 3))
+    (rules / rule_file).write_text(rule(name))
     remold = start_remold_with(rules)
     failure = None
+    expected = [v for v in range(length + 1) if v != 2]
     try:
         with pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=10_000) as client:
-            books = client[name][RULED]
-            books.insert_one({"_id": 1, ARRAY: list(range(7))})
-            books.update_one({"_id": 1}, {"$push": {ARRAY: 7}})
-            books.update_one({"_id": 1}, {"$pull": {ARRAY: 2}})
-            for filt in ({"_id": 1}, {ARRAY: 6}):
-                got = books.find_one(filt)
-                if got != {"_id": 1, ARRAY: [0, 1, 3, 4, 5, 6, 7]}:
+            ruled = client[name][collection]
+            ruled.insert_one({"_id": 1, array: list(range(length))})
+            ruled.update_one({"_id": 1}, {"$push": {array: length}})
+            ruled.update_one({"_id": 1}, {"$pull": {array: 2}})
+            for filt in ({"_id": 1}, {array: probe}):
+                got = ruled.find_one(filt)
+                if got != {"_id": 1, array: expected}:
                     failure = f"find_one({filt}) answered {got}"
     except OperationFailure as exc:
         failure = f"{type(exc).__name__} {exc.code}: {str(exc)[:200]}"
@@ -167,7 +179,7 @@ def rule_fails(start_remold_with: Callable[[Path], Remold], direct_client, tmp: 
         direct_client.drop_database(name)
     if failure:
         failure = f"this backend lacks {'; '.join(lacks)}; the rule through remold fails on it: {failure}"
-    _RULE_FAILS[key] = failure
+    cache[key] = failure
     return failure
 
 
