@@ -6,6 +6,7 @@
 
 #include "patterns/array_aside/assembly.h"
 #include "patterns/array_aside/writes.h"
+#include "rewrite/aggregate_pipeline.h"
 #include "rewrite/count_reply.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/distinct_reply.h"
@@ -310,10 +311,9 @@ class AsideRewriter {
     if (!stages.empty()) {
       std::string_view stage = FirstKey(stages[0].get());
       // About the collection or its change events, not its documents.
-      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats")
-        return std::nullopt;
+      if (IsAboutTheCollection(stage)) return std::nullopt;
       // Must stay first; the documents they produce are made whole after.
-      if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+      if (MustStayFirst(stage)) {
         // $geoNear's query runs on the documents as stored, before the view.
         std::optional<Doc> spec = FindDocument(stages[0].get(), stage);
         std::optional<Doc> query = spec ? FindDocument(spec->get(), "query") : std::nullopt;
@@ -335,14 +335,7 @@ class AsideRewriter {
     }
     for (Doc& stage : AsideViewStages(o_)) pipeline.push_back(std::move(stage));
     for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
-    BackendCommand backend;
-    bson_iter_t it;
-    bson_iter_init(&it, command_.body.get());
-    while (bson_iter_next(&it)) {
-      if (std::string_view(bson_iter_key(&it)) == "pipeline") AppendArray(backend.body.mut(), "pipeline", pipeline);
-      else AppendValue(backend.body.mut(), bson_iter_key(&it), it);
-    }
-    return Forwarded(std::move(backend));
+    return Forwarded(WithPipeline(command_.body.get(), pipeline));
   }
 
   std::optional<Plan> Count() const {

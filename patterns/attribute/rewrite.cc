@@ -8,6 +8,7 @@
 #include "patterns/attribute/indexes.h"
 #include "patterns/attribute/update.h"
 #include "patterns/attribute/view.h"
+#include "rewrite/aggregate_pipeline.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/distinct_reply.h"
 #include "rewrite/find_as_aggregate.h"
@@ -243,11 +244,9 @@ class AttributeRewriter {
     if (!stages.empty()) {
       std::string_view stage = FirstKey(stages[0].get());  // "": an empty stage, which the backend refuses
       // About the collection or its change events, not its documents.
-      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" ||
-          stage == "$planCacheStats")
-        return std::nullopt;
+      if (IsAboutTheCollection(stage)) return std::nullopt;
       // Must stay first; the documents they produce are unfolded after.
-      if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+      if (MustStayFirst(stage)) {
         pipeline.push_back(stages[0]);
         i = 1;
       }

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "rewrite/aggregate_pipeline.h"
 #include "rewrite/count_reply.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/distinct_reply.h"
@@ -576,8 +577,7 @@ class PolymorphicRewriter {
     size_t i = 0;
     if (!stages.empty()) {
       const std::string stage(FirstKey(stages[0].get()));  // "": an empty stage, which the backend refuses
-      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats" ||
-          stage == "$search" || stage == "$searchMeta" || stage == "$listSearchIndexes")
+      if (IsAboutTheCollection(stage) || stage == "$search" || stage == "$searchMeta" || stage == "$listSearchIndexes")
         return Refuse(error_codes::kCommandNotSupported,
                       "aggregate stage " + stage + " is not supported on a type of a polymorphic collection (its "
                       "documents are stored in " + p_.stored.full() + ")");

@@ -7,6 +7,7 @@
 
 #include "patterns/versioned/upgrade.h"
 #include "patterns/versioned/view.h"
+#include "rewrite/aggregate_pipeline.h"
 #include "rewrite/count_reply.h"
 #include "rewrite/cursor_reply.h"
 #include "rewrite/distinct_reply.h"
@@ -262,10 +263,9 @@ class VersionedRewriter {
     if (!stages.empty()) {
       std::string_view stage = FirstKey(stages[0].get());  // "": an empty stage, which the backend refuses
       // About the collection or its change events, not its documents.
-      if (stage == "$collStats" || stage == "$indexStats" || stage == "$changeStream" || stage == "$planCacheStats")
-        return std::nullopt;
+      if (IsAboutTheCollection(stage)) return std::nullopt;
       // Must stay first; the documents they produce are upgraded after.
-      if (stage == "$geoNear" || stage == "$search" || stage == "$searchMeta") {
+      if (MustStayFirst(stage)) {
         pipeline.push_back(stages[0]);
         i = 1;
       }
@@ -277,14 +277,7 @@ class VersionedRewriter {
     }
     for (Doc& stage : UpgradeStages(v_)) pipeline.push_back(std::move(stage));
     for (; i < stages.size(); ++i) pipeline.push_back(std::move(stages[i]));
-    BackendCommand backend;
-    bson_iter_t it;
-    bson_iter_init(&it, command_.body.get());
-    while (bson_iter_next(&it)) {
-      if (std::string_view(bson_iter_key(&it)) == "pipeline") AppendArray(backend.body.mut(), "pipeline", pipeline);
-      else AppendValue(backend.body.mut(), bson_iter_key(&it), it);
-    }
-    return Forwarded(std::move(backend));
+    return Forwarded(WithPipeline(command_.body.get(), pipeline));
   }
 
   std::optional<Plan> Count() const {
