@@ -64,9 +64,9 @@ from bson.son import SON
 from pymongo import ReturnDocument
 from pymongo.errors import OperationFailure
 
-from conftest import NO_PROXY, Remold, start_remold
+from conftest import NO_PROXY, Remold
 from migration_support import drop_database_after_kills
-from test_outlier import canary_fails, canon, oracle, outcome, plain_gaps, show, sorted_values
+from test_outlier import canary_fails, canon, module_remold, oracle, outcome, plain_gaps, show, sorted_values
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="needs remold's rules")
 
@@ -704,33 +704,13 @@ def read_env(backend, direct_client, tmp_path_factory):
     rewritten by a $pull, and a plain `tickets` collection that names
     orders and statuses. Shared by the read tests of the module (they
     write nothing), with a remold and a database of their own."""
-    tmp = tmp_path_factory.mktemp("history_reads")
-    started: list[Remold] = []
-    clients: list = []
-
-    def start_with(rules: Path) -> Remold:
-        started.append(start_remold(backend.uri, extra_args=("--rules", str(rules))))
-        return started[-1]
-
-    def make_client(uri: str):
-        clients.append(pymongo.MongoClient(uri, serverSelectionTimeoutMS=10_000))
-        return clients[-1]
-
-    db_name = f"e2e_py_history_reads_{uuid.uuid4().hex[:8]}"
-    try:
-        failure = rule_fails(start_with, direct_client, tmp)
+    with module_remold(backend, direct_client, tmp_path_factory, "history") as m:
+        failure = rule_fails(m.start_with, direct_client, m.tmp)
         if failure:
             pytest.skip(failure)
-        env = open_env(start_with(write_rule(tmp / "rules", db_name, READ_KEEP)), make_client, direct_client,
-                       db_name, READ_KEEP)
+        env = open_env(m.start_with(write_rule(m.tmp / "rules", m.db_name, READ_KEEP)), m.make_client, direct_client,
+                       m.db_name, READ_KEEP)
         yield seed_reads(env)
-    finally:
-        for c in clients:
-            c.close()
-        for remold in started:
-            remold.kill()
-            remold.stderr_path.unlink(missing_ok=True)
-        drop_database_after_kills(direct_client, db_name)
 
 
 def seed_reads(env) -> SimpleNamespace:

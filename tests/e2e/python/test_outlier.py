@@ -37,6 +37,7 @@ prints every answer compared.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import os
@@ -781,13 +782,13 @@ def read_documents() -> list:
     ]
 
 
-@pytest.fixture(scope="module")
-def read_env(backend, direct_client, tmp_path_factory):
-    """The read documents in both collections, some of them grown by
-    $push so their tails hold elements, and a plain `orders` collection
-    that names books and buyers. Shared by the read tests of the module
-    (they write nothing), with a remold and a database of their own."""
-    tmp = tmp_path_factory.mktemp("outlier_reads")
+@contextlib.contextmanager
+def module_remold(backend, direct_client, tmp_path_factory, label: str):
+    """What a module's shared read fixture starts from: `tmp`, a database
+    name of its own, `start_with(rules)` (a remold on a rules directory)
+    and `make_client(uri)`; every remold and client it made is stopped
+    and the database dropped at the end."""
+    tmp = tmp_path_factory.mktemp(f"{label}_reads")
     started: list[Remold] = []
     clients: list = []
 
@@ -799,14 +800,9 @@ def read_env(backend, direct_client, tmp_path_factory):
         clients.append(pymongo.MongoClient(uri, serverSelectionTimeoutMS=10_000))
         return clients[-1]
 
-    db_name = f"e2e_py_outlier_reads_{uuid.uuid4().hex[:8]}"
+    db_name = f"e2e_py_{label}_reads_{uuid.uuid4().hex[:8]}"
     try:
-        failure = rule_fails(start_with, direct_client, tmp)
-        if failure:
-            pytest.skip(failure)
-        env = open_env(start_with(write_rule(tmp / "rules", db_name, READ_THRESHOLD)), make_client, direct_client,
-                       db_name, READ_THRESHOLD)
-        yield seed_reads(env)
+        yield SimpleNamespace(tmp=tmp, db_name=db_name, start_with=start_with, make_client=make_client)
     finally:
         for c in clients:
             c.close()
@@ -814,6 +810,21 @@ def read_env(backend, direct_client, tmp_path_factory):
             remold.kill()
             remold.stderr_path.unlink(missing_ok=True)
         drop_database_after_kills(direct_client, db_name)
+
+
+@pytest.fixture(scope="module")
+def read_env(backend, direct_client, tmp_path_factory):
+    """The read documents in both collections, some of them grown by
+    $push so their tails hold elements, and a plain `orders` collection
+    that names books and buyers. Shared by the read tests of the module
+    (they write nothing), with a remold and a database of their own."""
+    with module_remold(backend, direct_client, tmp_path_factory, "outlier") as m:
+        failure = rule_fails(m.start_with, direct_client, m.tmp)
+        if failure:
+            pytest.skip(failure)
+        env = open_env(m.start_with(write_rule(m.tmp / "rules", m.db_name, READ_THRESHOLD)), m.make_client, direct_client,
+                       m.db_name, READ_THRESHOLD)
+        yield seed_reads(env)
 
 
 def seed_reads(env) -> SimpleNamespace:
