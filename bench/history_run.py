@@ -30,17 +30,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import random
-import tempfile
 import time
-from pathlib import Path
 
-import pymongo
 from pymongo.errors import OperationFailure
 
-from migrate_run import start_backend
-from run_helpers import compare_rounds, percentile, start_remold, timed, without_credentials
+from run_helpers import compare_rounds, percentile, ruled_session, timed
 
 RULE = """namespace: {db}.orders
 pattern: history
@@ -83,89 +78,62 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--target", type=int, default=200000, help="events pushed onto one order")
     args = parser.parse_args()
-    backend_proc = remold = None
-    uri = os.environ.get("REMOLD_BENCH_BACKEND")
-    if not uri:
-        uri, backend_proc = start_backend()
-    backend, user, password = without_credentials(uri)
-    try:
-        direct = pymongo.MongoClient(uri)
-        plain_name, ruled_name = "remold_history_plain", "remold_history_ruled"
+    plain_name, ruled_name = "remold_history_plain", "remold_history_ruled"
+    with ruled_session(args.build, {"orders.yaml": RULE.format(db=ruled_name)}, [plain_name, ruled_name]) as session:
+        direct, client, backend = session.direct, session.client, session.backend
+        plain, ruled = client[plain_name].orders, client[ruled_name].orders
+        history = client[ruled_name].orders_history  # a plain collection: the application reads it directly
+        print(f"history bench: backend {backend}")
+
+        # The point: one order, pushed past 16 MiB.
+        reached_plain, plain_pushes, failure = push_until(plain, args.target)
+        began = time.perf_counter()
+        reached_ruled, ruled_pushes, ruled_failure = push_until(ruled, args.target)
+        ruled_seconds = time.perf_counter() - began
+        counted = direct[ruled_name].orders_history.count_documents({"parent": 0})
+        print(f"\n$push of {BATCH:,} events at a time onto one order")
+        print("  plain collection: " + (f"failed after {reached_plain:,} events: {failure}" if failure
+                                          else f"took all {reached_plain:,} events (raise --target)"))
+        print(f"  with the rule:    {reached_ruled:,} events pushed in {ruled_seconds:.1f} s, "
+              f"{counted:,} history documents, failure: {ruled_failure}")
+        for name, values in (("plain (while it worked)", plain_pushes), ("with the rule", ruled_pushes)):
+            print(f"  push latency {name:24s} p50 {percentile(values, 0.5) * 1e3:7.2f} ms   "
+                  f"p99 {percentile(values, 0.99) * 1e3:7.2f} ms")
+        for collection in (plain, ruled):
+            collection.delete_one({"_id": 0})
+
+        # Orders with a long history.
+        for i in range(1, args.orders + 1):
+            order = {"_id": i, "customer": f"c{i}", "status": "placed", "events": events(i * 7, args.events)}
+            plain.insert_one(dict(order))
+            ruled.insert_one(order)
+        print(f"\n{args.orders:,} orders of {args.events:,} events, {args.ops:,} operations x {args.rounds} "
+              f"rounds per case")
+        rng = random.Random(1)
+
+        def any_order() -> int:
+            return rng.randrange(1, args.orders + 1)
+
+        def latest(collection):
+            i = any_order()
+            if collection is plain:
+                return plain.find_one({"_id": i}, {"events": {"$slice": -10}})
+            return list(history.find({"parent": i}, {"event": 1}).sort("seq", -1).limit(10))
+
+        comparisons = {
+            "$set of the order's status": lambda c: c.update_one({"_id": any_order()},
+                                                                 {"$set": {"status": rng.choice(STATUSES)}}),
+            "findOne, events left out": lambda c: c.find_one({"_id": any_order()}, {"customer": 1, "status": 1}),
+            "the latest 10 events (rule: the history collection)": latest,
+            "$push of one event": lambda c: c.update_one({"_id": any_order()},
+                                                         {"$push": {"events": events(rng.randrange(10**6), 1)[0]}}),
+            "the whole order": lambda c: c.find_one({"_id": any_order()}),
+        }
+        for label, operation in comparisons.items():
+            compare_rounds(label, {"plain": lambda: operation(plain), "with the rule": lambda: operation(ruled)},
+                           args.rounds, args.ops, warm_up=20)
         for name in (plain_name, ruled_name):
             direct.drop_database(name)
-        with tempfile.TemporaryDirectory() as scratch:
-            rules = Path(scratch, "rules")
-            rules.mkdir()
-            (rules / "orders.yaml").write_text(RULE.format(db=ruled_name))
-            credentials = None
-            if user:
-                credentials = Path(scratch, "credentials.yaml")
-                credentials.write_text(f"username: {user}\npassword: {password}\n")
-                credentials.chmod(0o600)
-            remold, port = start_remold(args.build, backend, str(rules), credentials)
-            auth = f"{user}:{password}@" if user else ""
-            options = "directConnection=true" + ("&authSource=admin" if user else "")
-            client = pymongo.MongoClient(f"mongodb://{auth}127.0.0.1:{port}/?{options}")
-            plain, ruled = client[plain_name].orders, client[ruled_name].orders
-            history = client[ruled_name].orders_history  # a plain collection: the application reads it directly
-            print(f"history bench: backend {backend}")
-
-            # The point: one order, pushed past 16 MiB.
-            reached_plain, plain_pushes, failure = push_until(plain, args.target)
-            began = time.perf_counter()
-            reached_ruled, ruled_pushes, ruled_failure = push_until(ruled, args.target)
-            ruled_seconds = time.perf_counter() - began
-            counted = direct[ruled_name].orders_history.count_documents({"parent": 0})
-            print(f"\n$push of {BATCH:,} events at a time onto one order")
-            print("  plain collection: " + (f"failed after {reached_plain:,} events: {failure}" if failure
-                                              else f"took all {reached_plain:,} events (raise --target)"))
-            print(f"  with the rule:    {reached_ruled:,} events pushed in {ruled_seconds:.1f} s, "
-                  f"{counted:,} history documents, failure: {ruled_failure}")
-            for name, values in (("plain (while it worked)", plain_pushes), ("with the rule", ruled_pushes)):
-                print(f"  push latency {name:24s} p50 {percentile(values, 0.5) * 1e3:7.2f} ms   "
-                      f"p99 {percentile(values, 0.99) * 1e3:7.2f} ms")
-            for collection in (plain, ruled):
-                collection.delete_one({"_id": 0})
-
-            # Orders with a long history.
-            for i in range(1, args.orders + 1):
-                order = {"_id": i, "customer": f"c{i}", "status": "placed", "events": events(i * 7, args.events)}
-                plain.insert_one(dict(order))
-                ruled.insert_one(order)
-            print(f"\n{args.orders:,} orders of {args.events:,} events, {args.ops:,} operations x {args.rounds} "
-                  f"rounds per case")
-            rng = random.Random(1)
-
-            def any_order() -> int:
-                return rng.randrange(1, args.orders + 1)
-
-            def latest(collection):
-                i = any_order()
-                if collection is plain:
-                    return plain.find_one({"_id": i}, {"events": {"$slice": -10}})
-                return list(history.find({"parent": i}, {"event": 1}).sort("seq", -1).limit(10))
-
-            comparisons = {
-                "$set of the order's status": lambda c: c.update_one({"_id": any_order()},
-                                                                     {"$set": {"status": rng.choice(STATUSES)}}),
-                "findOne, events left out": lambda c: c.find_one({"_id": any_order()}, {"customer": 1, "status": 1}),
-                "the latest 10 events (rule: the history collection)": latest,
-                "$push of one event": lambda c: c.update_one({"_id": any_order()},
-                                                             {"$push": {"events": events(rng.randrange(10**6), 1)[0]}}),
-                "the whole order": lambda c: c.find_one({"_id": any_order()}),
-            }
-            for label, operation in comparisons.items():
-                compare_rounds(label, {"plain": lambda: operation(plain), "with the rule": lambda: operation(ruled)},
-                               args.rounds, args.ops, warm_up=20)
-            for name in (plain_name, ruled_name):
-                direct.drop_database(name)
-    finally:
-        if remold:
-            remold.terminate()
-            remold.wait()
-        if backend_proc:
-            backend_proc.terminate()
-            backend_proc.wait()
 
 
 if __name__ == "__main__":

@@ -26,17 +26,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import random
-import tempfile
 import time
-from pathlib import Path
 
-import pymongo
 from pymongo.errors import OperationFailure
 
-from migrate_run import start_backend
-from run_helpers import compare_rounds, percentile, start_remold, timed, without_credentials
+from run_helpers import compare_rounds, percentile, ruled_session, timed
 
 RULE = """namespace: {db}.books
 pattern: outlier
@@ -95,82 +90,55 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--target", type=int, default=600000, help="buyers pushed onto the bestseller")
     args = parser.parse_args()
-    backend_proc = remold = None
-    uri = os.environ.get("REMOLD_BENCH_BACKEND")
-    if not uri:
-        uri, backend_proc = start_backend()
-    backend, user, password = without_credentials(uri)
-    try:
-        direct = pymongo.MongoClient(uri)
-        plain_name, ruled_name = "remold_outlier_plain", "remold_outlier_ruled"
+    plain_name, ruled_name = "remold_outlier_plain", "remold_outlier_ruled"
+    with ruled_session(args.build, {"books.yaml": RULE.format(db=ruled_name)}, [plain_name, ruled_name]) as session:
+        direct, client, backend = session.direct, session.client, session.backend
+        plain, ruled = client[plain_name].books, client[ruled_name].books
+        print(f"outlier bench: backend {backend}")
+
+        # The point: one bestseller, pushed past 16 MiB.
+        reached_plain, plain_pushes, failure = push_until(plain, args.target)
+        began = time.perf_counter()
+        reached_ruled, ruled_pushes, ruled_failure = push_until(ruled, args.target)
+        ruled_seconds = time.perf_counter() - began
+        counted = stored_count(direct[ruled_name], "books", "books_overflow", 0)
+        print(f"\n$push of {BATCH:,} buyers at a time onto one book")
+        print(f"  plain collection: failed after {reached_plain:,} buyers: {failure}")
+        print(f"  with the rule:    {reached_ruled:,} buyers pushed in {ruled_seconds:.1f} s, "
+              f"{counted:,} stored, failure: {ruled_failure}")
+        for name, values in (("plain (while it worked)", plain_pushes), ("with the rule", ruled_pushes)):
+            print(f"  push latency {name:24s} p50 {percentile(values, 0.5) * 1e3:7.2f} ms   "
+                  f"p99 {percentile(values, 0.99) * 1e3:7.2f} ms")
+        for collection in (plain, ruled):
+            collection.delete_one({"_id": 0})
+
+        # The common books.
+        for start in range(1, args.n + 1, 5000):
+            batch = [book(i) for i in range(start, min(args.n + 1, start + 5000))]
+            plain.insert_many([dict(d) for d in batch])
+            ruled.insert_many(batch)
+        for collection in (plain, ruled):
+            collection.create_index("buyers.customer")
+        print(f"\n{args.n:,} common books (0..20 buyers), {args.ops:,} operations x {args.rounds} rounds per case")
+        rng = random.Random(1)
+
+        def push_one(collection):
+            i = rng.randrange(1, args.n + 1)
+            return collection.update_one({"_id": i}, {"$push": {"buyers": {"customer": "new", "at": T0}}})
+
+        comparisons = {
+            "findOne by _id (the whole book)": lambda c: c.find_one({"_id": rng.randrange(1, args.n + 1)}),
+            "findOne by _id, buyers left out": lambda c: c.find_one({"_id": rng.randrange(1, args.n + 1)},
+                                                                    {"title": 1, "price": 1}),
+            "find by one buyer (multikey index)": lambda c: list(c.find(
+                {"buyers.customer": f"c{rng.randrange(100000):07d}"}, {"title": 1}).limit(10)),
+            "$push of one buyer by _id": push_one,
+        }
+        for label, operation in comparisons.items():
+            compare_rounds(label, {"plain": lambda: operation(plain), "with the rule": lambda: operation(ruled)},
+                           args.rounds, args.ops, warm_up=50)
         for name in (plain_name, ruled_name):
             direct.drop_database(name)
-        with tempfile.TemporaryDirectory() as scratch:
-            rules = Path(scratch, "rules")
-            rules.mkdir()
-            (rules / "books.yaml").write_text(RULE.format(db=ruled_name))
-            credentials = None
-            if user:
-                credentials = Path(scratch, "credentials.yaml")
-                credentials.write_text(f"username: {user}\npassword: {password}\n")
-                credentials.chmod(0o600)
-            remold, port = start_remold(args.build, backend, str(rules), credentials)
-            auth = f"{user}:{password}@" if user else ""
-            options = "directConnection=true" + ("&authSource=admin" if user else "")
-            client = pymongo.MongoClient(f"mongodb://{auth}127.0.0.1:{port}/?{options}")
-            plain, ruled = client[plain_name].books, client[ruled_name].books
-            print(f"outlier bench: backend {backend}")
-
-            # The point: one bestseller, pushed past 16 MiB.
-            reached_plain, plain_pushes, failure = push_until(plain, args.target)
-            began = time.perf_counter()
-            reached_ruled, ruled_pushes, ruled_failure = push_until(ruled, args.target)
-            ruled_seconds = time.perf_counter() - began
-            counted = stored_count(direct[ruled_name], "books", "books_overflow", 0)
-            print(f"\n$push of {BATCH:,} buyers at a time onto one book")
-            print(f"  plain collection: failed after {reached_plain:,} buyers: {failure}")
-            print(f"  with the rule:    {reached_ruled:,} buyers pushed in {ruled_seconds:.1f} s, "
-                  f"{counted:,} stored, failure: {ruled_failure}")
-            for name, values in (("plain (while it worked)", plain_pushes), ("with the rule", ruled_pushes)):
-                print(f"  push latency {name:24s} p50 {percentile(values, 0.5) * 1e3:7.2f} ms   "
-                      f"p99 {percentile(values, 0.99) * 1e3:7.2f} ms")
-            for collection in (plain, ruled):
-                collection.delete_one({"_id": 0})
-
-            # The common books.
-            for start in range(1, args.n + 1, 5000):
-                batch = [book(i) for i in range(start, min(args.n + 1, start + 5000))]
-                plain.insert_many([dict(d) for d in batch])
-                ruled.insert_many(batch)
-            for collection in (plain, ruled):
-                collection.create_index("buyers.customer")
-            print(f"\n{args.n:,} common books (0..20 buyers), {args.ops:,} operations x {args.rounds} rounds per case")
-            rng = random.Random(1)
-
-            def push_one(collection):
-                i = rng.randrange(1, args.n + 1)
-                return collection.update_one({"_id": i}, {"$push": {"buyers": {"customer": "new", "at": T0}}})
-
-            comparisons = {
-                "findOne by _id (the whole book)": lambda c: c.find_one({"_id": rng.randrange(1, args.n + 1)}),
-                "findOne by _id, buyers left out": lambda c: c.find_one({"_id": rng.randrange(1, args.n + 1)},
-                                                                        {"title": 1, "price": 1}),
-                "find by one buyer (multikey index)": lambda c: list(c.find(
-                    {"buyers.customer": f"c{rng.randrange(100000):07d}"}, {"title": 1}).limit(10)),
-                "$push of one buyer by _id": push_one,
-            }
-            for label, operation in comparisons.items():
-                compare_rounds(label, {"plain": lambda: operation(plain), "with the rule": lambda: operation(ruled)},
-                               args.rounds, args.ops, warm_up=50)
-            for name in (plain_name, ruled_name):
-                direct.drop_database(name)
-    finally:
-        if remold:
-            remold.terminate()
-            remold.wait()
-        if backend_proc:
-            backend_proc.terminate()
-            backend_proc.wait()
 
 
 if __name__ == "__main__":

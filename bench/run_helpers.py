@@ -3,11 +3,19 @@ a rules directory, the backend URI without its credentials, timing and
 percentiles."""
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import subprocess
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit, urlunsplit
+
+import pymongo
+
+from migrate_run import start_backend
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -65,3 +73,44 @@ def compare_rounds(label: str, ways: dict, rounds: int, ops: int, warm_up: int, 
     for name, values in samples.items():
         p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
         print(f"  {name:{width}s} p50 {p50 * 1e6:8.1f} us   p99 {p99 * 1e6:8.1f} us   p50 ratio {p50 / base:5.2f}")
+
+
+@contextlib.contextmanager
+def ruled_session(build: str, rule_files: dict[str, str], databases: list[str]):
+    """A bench's backend (REMOLD_BENCH_BACKEND, else the stand-in started
+    here) and a remold on a rules directory of `rule_files` (file name ->
+    text), started with the backend's credentials from a file of its own.
+    Yields `backend` (the URI without credentials), `direct` (a client of
+    the backend) and `client` (one through remold); `databases` are
+    dropped first. Everything started is stopped at the end."""
+    backend_proc = remold = None
+    uri = os.environ.get("REMOLD_BENCH_BACKEND")
+    if not uri:
+        uri, backend_proc = start_backend()
+    backend, user, password = without_credentials(uri)
+    try:
+        direct = pymongo.MongoClient(uri)
+        for name in databases:
+            direct.drop_database(name)
+        with tempfile.TemporaryDirectory() as scratch:
+            rules = Path(scratch, "rules")
+            rules.mkdir()
+            for name, text in rule_files.items():
+                (rules / name).write_text(text)
+            credentials = None
+            if user:
+                credentials = Path(scratch, "credentials.yaml")
+                credentials.write_text(f"username: {user}\npassword: {password}\n")
+                credentials.chmod(0o600)
+            remold, port = start_remold(build, backend, str(rules), credentials)
+            auth = f"{user}:{password}@" if user else ""
+            options = "directConnection=true" + ("&authSource=admin" if user else "")
+            client = pymongo.MongoClient(f"mongodb://{auth}127.0.0.1:{port}/?{options}")
+            yield SimpleNamespace(backend=backend, direct=direct, client=client)
+    finally:
+        if remold:
+            remold.terminate()
+            remold.wait()
+        if backend_proc:
+            backend_proc.terminate()
+            backend_proc.wait()
