@@ -3,6 +3,7 @@
 #include <chrono>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "rewrite/unchanged_guard.h"
 #include "tools/migrate/batch_filters.h"
@@ -18,6 +19,11 @@ constexpr const char* kOrderIndex = "remold_migrate_order";
 // Rounds of write-again, delete-again for sources that keep changing
 // before they are unstamped and left to a later sweep.
 constexpr int kDeleteRounds = 3;
+// Sweeps over the sources that kept changing, once nothing else is left,
+// each after a pause longer than the last (a document the application
+// writes without pause is left for a later run after them).
+constexpr int kChangingSweeps = 5;
+constexpr std::chrono::milliseconds kFirstSweepPause{50};
 
 // A token prefix unique to this run.
 std::string RunId() {
@@ -83,18 +89,21 @@ class MovePass {
   }
 
   // Each batch is the first of what is left, in the move's order: what
-  // moved is gone from the source, and what cannot move (or keeps
-  // changing) is set aside for the run.
+  // moved is gone from the source, and what cannot move is set aside for
+  // the run. What kept changing is set aside until nothing else is left,
+  // then tried again, up to kChangingSweeps times.
   MoveOutcome Run() {
     const auto start = std::chrono::steady_clock::now();
     const bool by_id_only = bson_count_keys(order_.get()) == 1;
     if (!by_id_only && !options_.dry_run) backend_.CreateIndex(mover_.move.from, order_.get(), kOrderIndex);
     if (!options_.dry_run) FinishLeftovers();
     int64_t batches = 0, offset = 0;
-    while (set_aside_.size() <= kMaxFailures) {
+    int sweeps = 0;
+    while (set_aside_.size() + changing_.size() <= kMaxFailures) {
       std::vector<Doc> clauses = {source_};
       if (!options_.dry_run) clauses.push_back(Unstamped());
       if (!set_aside_.empty()) clauses.push_back(NoneOf(set_aside_));
+      if (!changing_.empty()) clauses.push_back(NoneOf(changing_));
       std::vector<Doc> batch = Read(All(std::move(clauses)), true, options_.dry_run ? offset : 0);
       if (batch.empty()) {
         // Nothing unstamped is left: a batch stamped by another run since
@@ -102,6 +111,12 @@ class MovePass {
         // (another run at once, killed since; or a killed run's stamp,
         // which the server applies after its client is gone).
         if (!options_.dry_run && FinishLeftovers()) continue;
+        // Then the sources that kept changing are tried again.
+        if (!changing_.empty() && sweeps < kChangingSweeps) {
+          std::this_thread::sleep_for(kFirstSweepPause * (1 << sweeps++));
+          changing_.clear();
+          continue;
+        }
         break;
       }
       if (options_.dry_run) {
@@ -123,7 +138,7 @@ class MovePass {
       }
       Throttle(options_.max_rate, outcome_.moved + outcome_.failed, start);
     }
-    if (set_aside_.size() > kMaxFailures) {
+    if (set_aside_.size() + changing_.size() > kMaxFailures) {
       progress_.Clear();
       report_ << "stopping: more than " << kMaxFailures << " documents cannot be moved\n";
     }
@@ -214,8 +229,8 @@ class MovePass {
       if (!stamped.empty() && round >= kDeleteRounds) {
         std::vector<Doc> ids;
         for (const Doc& doc : stamped) ids.push_back(IdOf(doc.get()));
-        Unstamp(ids);  // left for a later run, which moves what they gained
-        set_aside_.insert(set_aside_.end(), ids.begin(), ids.end());
+        Unstamp(ids);  // left for a later sweep or run, which moves what they gained
+        changing_.insert(changing_.end(), ids.begin(), ids.end());
         break;
       }
     }
@@ -275,7 +290,8 @@ class MovePass {
   const std::string run_;
   Doc source_;
   Doc order_;
-  std::vector<Doc> set_aside_;  // cannot move, or kept changing: not read again this run
+  std::vector<Doc> set_aside_;  // cannot move: not read again this run
+  std::vector<Doc> changing_;   // kept changing: not read again until the next sweep
   MoveOutcome outcome_;
 };
 
