@@ -66,7 +66,8 @@ from pymongo.errors import OperationFailure
 
 from conftest import NO_PROXY, Remold
 from migration_support import drop_database_after_kills
-from test_outlier import canary_fails, canon, module_remold, oracle, outcome, plain_gaps, show, sorted_values
+from test_outlier import (canary_fails, canon, module_remold, oracle, outcome, plain_gaps, reads_then_migrates_back,
+                          show, sorted_values)
 
 pytestmark = pytest.mark.skipif(NO_PROXY, reason="needs remold's rules")
 
@@ -1500,14 +1501,4 @@ def test_migrate_moves_events_aside_and_back(private_remold, direct_client, db_n
     again = run_remold(*migrate, "--dry-run")
     assert again.returncode == 0, again.stdout + again.stderr
 
-    remold = private_remold(extra_args=("--rules", str(rules)))
-    with pymongo.MongoClient(remold.uri, document_class=SON) as client:
-        assert list(client[db_name][RULED].find().sort("_id", 1)) == written
-
-    refused = run_remold(*migrate, "--to", "flat")
-    assert refused.returncode == 2 and "migrating: to_flat" in refused.stderr, refused.stdout + refused.stderr
-    with open(rules / "orders.yaml", "a") as rule:
-        rule.write("  migrating: to_flat\n")
-    back = run_remold(*migrate, "--to", "flat")
-    assert back.returncode == 0 and "0 left" in back.stdout, back.stdout + back.stderr
-    assert list(db[RULED].find().sort("_id", 1)) == written
+    reads_then_migrates_back(private_remold, rules / "orders.yaml", migrate, db[RULED], written)

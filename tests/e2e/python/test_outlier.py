@@ -1610,14 +1610,22 @@ def test_migrate_moves_long_arrays_aside_and_back(private_remold, direct_client,
     assert [d["_id"] for d in stored if MARKER in d] == list(range(4, 12))
     assert all(len(d[ARRAY]) == min(3, d["_id"]) for d in stored)
 
-    remold = private_remold(extra_args=("--rules", str(rules)))
+    reads_then_migrates_back(private_remold, rules / "books.yaml", migrate, db[RULED], written)
+
+
+def reads_then_migrates_back(private_remold, rule_file: Path, migrate: tuple, stored, written: list) -> None:
+    """After a forward migration: reads through remold answer `written`;
+    `--to flat` is refused until the rule says `migrating: to_flat`, then
+    stores every document whole, as written."""
+    from test_rules import run_remold
+    remold = private_remold(extra_args=("--rules", str(rule_file.parent)))
     with pymongo.MongoClient(remold.uri, document_class=SON) as client:
-        assert list(client[db_name][RULED].find().sort("_id", 1)) == written
+        assert list(client[stored.database.name][stored.name].find().sort("_id", 1)) == written
 
     refused = run_remold(*migrate, "--to", "flat")
     assert refused.returncode == 2 and "migrating: to_flat" in refused.stderr, refused.stdout + refused.stderr
-    with open(rules / "books.yaml", "a") as rule:
+    with open(rule_file, "a") as rule:
         rule.write("  migrating: to_flat\n")
     back = run_remold(*migrate, "--to", "flat")
     assert back.returncode == 0 and "0 left" in back.stdout, back.stdout + back.stderr
-    assert list(db[RULED].find().sort("_id", 1)) == written
+    assert list(stored.find().sort("_id", 1)) == written
