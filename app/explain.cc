@@ -3,9 +3,9 @@
 #include <optional>
 #include <ostream>
 
-#include "app/backend_credentials.h"
-#include "app/config.h"
 #include "app/unconverted_data.h"
+#include "config/backend_credentials.h"
+#include "config/config.h"
 #include "proxy/backend_uri.h"
 #include "rewrite/engine.h"
 #include "rules/loader.h"

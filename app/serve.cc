@@ -13,12 +13,12 @@
 #include <thread>
 #include <vector>
 
-#include "app/config.h"
 #include "app/logging.h"
 #include "app/rule_reloader.h"
 #include "app/status_server.h"
 #include "app/adoption.h"
 #include "app/sidecars.h"
+#include "config/config.h"
 #include "patterns/patterns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"

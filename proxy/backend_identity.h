@@ -4,7 +4,7 @@
 // `remold reconcile`; the topology monitor's hello needs none). Clients
 // never use it: each one authenticates as itself through remold.
 //
-// It comes from a file or the environment (app/backend_credentials.h),
+// It comes from a file or the environment (config/backend_credentials.h),
 // never from the command line, and nothing remold prints shows the
 // password.
 #pragma once

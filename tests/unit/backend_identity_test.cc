@@ -1,5 +1,5 @@
 // remold's own identity on the backend: where it is read from
-// (app/backend_credentials.h) and the libmongoc URI of its own connections
+// (config/backend_credentials.h) and the libmongoc URI of its own connections
 // (proxy/own_connection_uri.h).
 #include <gtest/gtest.h>
 #include <mongoc/mongoc.h>
@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "app/backend_credentials.h"
-#include "app/config.h"
+#include "config/backend_credentials.h"
+#include "config/config.h"
 #include "proxy/own_connection_uri.h"
 
 namespace remold {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "app/config.h"
+#include "config/config.h"
 #include "rules/rule_set.h"
 #include "tools/common/backend_client.h"
 

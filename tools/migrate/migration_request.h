@@ -11,7 +11,7 @@
 #include <ostream>
 #include <string>
 
-#include "app/config.h"
+#include "config/config.h"
 #include "patterns/migration_direction.h"
 #include "rules/rule.h"
 #include "tools/migrate/document_pass.h"

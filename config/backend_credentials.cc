@@ -1,10 +1,10 @@
-#include "app/backend_credentials.h"
+#include "config/backend_credentials.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
 
-#include "app/config.h"
+#include "config/config.h"
 
 namespace remold {
 namespace {

@@ -1,4 +1,4 @@
-#include "app/config.h"
+#include "config/config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "app/backend_credentials.h"
+#include "config/backend_credentials.h"
 #include "proxy/own_connection_uri.h"
 
 namespace remold {

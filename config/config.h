@@ -26,7 +26,7 @@ struct Config {
   HostAndPort listen{"127.0.0.1", 27018};
   std::string backend_uri;          // required
   BackendOptions backend;           // parsed from backend_uri
-  // remold's own user on the backend (app/backend_credentials.h): from
+  // remold's own user on the backend (config/backend_credentials.h): from
   // this file, or else from the environment.
   std::string backend_credentials_file;
   BackendIdentity identity;

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""The floors of remold's source tree, checked over its #include lines.
+
+Each source file stands on a floor; a file may include files of its own
+floor and of floors below it, never above. From the bottom:
+
+  common     BSON and text helpers every part uses
+  rules      the pattern-blind rule kit: namespaces, YAML helpers
+  rewrite    the pattern-blind rewrite kit: commands, plans, BSON compare
+  patterns   one module per pattern, each seeing only its own rule
+  ruleset    the list of patterns, the rule set and its loader
+  engine     the list-aware rewrite engine: catalog, references, stacks
+  proxy      wire codec, routing, sessions
+  config     the configuration of `remold serve`, shared with the tools
+  tools      migrate, reconcile, the backend client
+  app        the `remold` binary
+
+A folder is a floor, except where a file has not moved to its floor yet:
+FLOOR_OF_FILE places those. Includes that still run up a floor are listed
+in STILL_UPWARD, with the folder they are to leave; the check fails on
+any other upward include, and on a listed one that is gone (so the list
+stays true as the floors are built). Run by `make test` (ctest
+check_floors); `--graph` prints the folder graph and its upward arrows.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+FLOORS = ["common", "rules", "rewrite", "patterns", "ruleset", "engine", "proxy", "config", "tools", "app"]
+LEVEL = {name: i for i, name in enumerate(FLOORS)}
+SOURCE_FOLDERS = ["common", "rules", "rewrite", "patterns", "ruleset", "engine", "proxy", "config", "tools", "app"]
+
+# Files whose floor is not their folder's yet: the list-aware parts of
+# rules/ and rewrite/, which are to move to ruleset/ and engine/.
+FLOOR_OF_FILE = {
+    "rules/rule.h": "ruleset",
+    "rules/rule_set.h": "ruleset",
+    "rules/rule_set.cc": "ruleset",
+    "rules/loader.h": "ruleset",
+    "rules/loader.cc": "ruleset",
+    "patterns/patterns.h": "ruleset",
+    "patterns/migrations.h": "ruleset",
+    "patterns/rewrites.h": "engine",
+    "rewrite/engine.h": "engine",
+    "rewrite/engine.cc": "engine",
+    "rewrite/catalog.h": "engine",
+    "rewrite/catalog.cc": "engine",
+    "rewrite/indirect_references.h": "engine",
+    "rewrite/indirect_references.cc": "engine",
+}
+
+# Upward includes not yet removed: (including file, included file).
+# Each pattern header below includes the whole rule set (rules/rule.h) where
+# it needs only its own rule: to go when patterns see only their own rule.
+STILL_UPWARD: set[tuple[str, str]] = {
+    ("patterns/array_aside/rewrite.h", "rules/rule.h"),
+    ("patterns/attribute/filter.h", "rules/rule.h"),
+    ("patterns/attribute/indexes.h", "rules/rule.h"),
+    ("patterns/attribute/migration.h", "rules/rule.h"),
+    ("patterns/attribute/rewrite.h", "rules/rule.h"),
+    ("patterns/attribute/update.h", "rules/rule.h"),
+    ("patterns/attribute/view.h", "rules/rule.h"),
+    ("patterns/bucket/group_pushdown.h", "rules/rule.h"),
+    ("patterns/bucket/migration.h", "rules/rule.h"),
+    ("patterns/bucket/pushdown.h", "rules/rule.h"),
+    ("patterns/bucket/rewrite.h", "rules/rule.h"),
+    ("patterns/bucket/whole_buckets.h", "rules/rule.h"),
+    ("patterns/computed/fields.h", "rules/rule.h"),
+    ("patterns/computed/maintenance.h", "rules/rule.h"),
+    ("patterns/computed/migration.h", "rules/rule.h"),
+    ("patterns/computed/rewrite.h", "rules/rule.h"),
+    ("patterns/extended_reference/rewrite.h", "rules/rule.h"),
+    ("patterns/history/migration.h", "rules/rule.h"),
+    ("patterns/history/rewrite.h", "rules/rule.h"),
+    ("patterns/outlier/migration.h", "rules/rule.h"),
+    ("patterns/outlier/rewrite.h", "rules/rule.h"),
+    ("patterns/polymorphic/migration.h", "rules/rule.h"),
+    ("patterns/polymorphic/rewrite.h", "rules/rule.h"),
+    ("patterns/source_writes/source_write.h", "rules/rule.h"),
+    ("patterns/subset/rewrite.h", "rules/rule.h"),
+    ("patterns/versioned/migration.h", "rules/rule.h"),
+    ("patterns/versioned/rewrite.h", "rules/rule.h"),
+    ("patterns/versioned/upgrade.h", "rules/rule.h"),
+    ("patterns/versioned/view.h", "rules/rule.h"),
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def floor_of(path: str) -> str | None:
+    if path in FLOOR_OF_FILE:
+        return FLOOR_OF_FILE[path]
+    top = path.split("/", 1)[0]
+    return top if top in LEVEL else None
+
+
+def includes(root: Path):
+    """(including file, included file) for every project include."""
+    for folder in SOURCE_FOLDERS:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.suffix not in (".h", ".cc"):
+                continue
+            rel = path.relative_to(root).as_posix()
+            for target in INCLUDE.findall(path.read_text(errors="replace")):
+                if floor_of(target) is not None and (root / target).exists():
+                    yield rel, target
+
+
+def main(argv: list[str]) -> int:
+    root = Path(__file__).resolve().parent.parent
+    upward, arrows = set(), Counter()
+    for source, target in includes(root):
+        low, high = floor_of(source), floor_of(target)
+        if low != high:
+            arrows[(source.split("/", 1)[0], target.split("/", 1)[0])] += 1
+        if LEVEL[high] > LEVEL[low]:
+            upward.add((source, target))
+    if "--graph" in argv:
+        print("folder -> folder: includes (upward: the included file's floor is above the including file's)")
+        for (a, b), n in sorted(arrows.items()):
+            print(f"  {a:9} -> {b:9} {n:4}")
+        print(f"upward includes: {len(upward)}")
+        for source, target in sorted(upward):
+            print(f"  {source} ({floor_of(source)}) -> {target} ({floor_of(target)})")
+    new = sorted(upward - STILL_UPWARD)
+    gone = sorted(STILL_UPWARD - upward)
+    for source, target in new:
+        print(f"check-floors: {source} ({floor_of(source)}) includes {target} ({floor_of(target)}), "
+              f"a floor above it", file=sys.stderr)
+    for source, target in gone:
+        print(f"check-floors: {source} no longer includes {target}: take it out of STILL_UPWARD",
+              file=sys.stderr)
+    if not new and not gone:
+        print(f"check-floors: no include runs up a floor"
+              + (f" besides the {len(STILL_UPWARD)} still listed" if STILL_UPWARD else ""))
+    return 1 if new or gone else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
