@@ -50,7 +50,8 @@ struct Flow {
   std::string rule_name;
   AsideLayout rule;
   AsideWrite write;
-  int fold_rounds_left = kMaxFoldRounds;
+  size_t fold_filter = 0;  // the one of write.fold_filters step 1 reads now
+  int fold_rounds_left = kMaxFoldRounds;  // of the filter step 1 reads now
   int move_aside_rounds_left = kMaxMoveAsideRounds;
   std::vector<Doc> keys;  // boxed keys whose pages may be left unnamed
   std::optional<size_t> client_reply;
@@ -166,56 +167,45 @@ Step KeyRead(const FlowPtr& f) {
               }};
 }
 
-// Step 1: the read of the overflowed documents the filters match, through
-// the view, each with itself as stored.
+// Step 1: the read of the overflowed documents one of the filters
+// (f.fold_filter) matches, through the view, each with itself as stored.
+// One filter a read: the statements' filters are never joined in one $or,
+// which an engine may turn into an $in that matches otherwise (DocumentDB
+// finds nothing for {$in: [null, "c"]} on a path through an array of
+// documents that {"a.4": null} alone matches).
 BackendCommand FoldRead(const Flow& f) {
-  std::vector<Doc> selecting;
-  bool every_filter_selects = true;
-  bool matches_all = false;
-  std::vector<Doc> nonempty;
-  for (const Doc& filter : f.write.fold_filters) {
-    std::vector<Doc> clauses, kept;
-    TopLevelClauses(filter.get(), clauses);
-    for (Doc& clause : clauses) {
-      std::string_view key = FirstKey(clause.get());
-      std::string_view first = key.substr(0, key.find('.'));
-      if (key.empty() || key[0] == '$' || first == f.rule.array || first == f.rule.marker) continue;
-      kept.push_back(std::move(clause));
-    }
-    every_filter_selects = every_filter_selects && !kept.empty();
-    selecting.push_back(JoinClauses(std::move(kept)));
-    if (filter.empty()) matches_all = true;
-    else nonempty.push_back(filter);
+  const Doc& filter = f.write.fold_filters[f.fold_filter];
+  std::vector<Doc> clauses, kept;
+  TopLevelClauses(filter.get(), clauses);
+  for (Doc& clause : clauses) {
+    std::string_view key = FirstKey(clause.get());
+    std::string_view first = key.substr(0, key.find('.'));
+    if (key.empty() || key[0] == '$' || first == f.rule.array || first == f.rule.marker) continue;
+    kept.push_back(std::move(clause));
   }
+  const bool selects = !kept.empty();
+  const Doc selecting = JoinClauses(std::move(kept));
   std::vector<Doc> pipeline;
   Doc match = MarkedFilter(f.rule);
   if (f.write.pinned) {
     // The one document the filter selects, in either form: those it
     // selects as stored, and every overflowed one.
-    if (nonempty.empty()) {
+    if (filter.empty()) {
       match = Doc();
-    } else if (Beside(nonempty.front(), Doc()) == selecting.front()) {
-      match = nonempty.front();  // it names no part of the array: it selects the same stored
+    } else if (Beside(filter, Doc()) == selecting) {
+      match = filter;  // it names no part of the array: it selects the same stored
     } else {
       Doc either;
-      AppendArray(either.mut(), "$or", {nonempty.front(), MarkedFilter(f.rule)});
-      match = Beside(selecting.front(), either);
+      AppendArray(either.mut(), "$or", {filter, MarkedFilter(f.rule)});
+      match = Beside(selecting, either);
     }
-  } else if (every_filter_selects) {
-    Doc either;
-    if (selecting.size() == 1) either = selecting.front();
-    else AppendArray(either.mut(), "$or", selecting);
-    match = Beside(either, match);
+  } else if (selects) {
+    match = Beside(selecting, match);
   }
   if (!match.empty()) pipeline.push_back(Stage("$match", match));
   pipeline.push_back(Json(std::string(R"({"$addFields": {")") + kStoredField + R"(": "$$ROOT"}})"));
   for (Doc& stage : AsideViewStages(f.rule)) pipeline.push_back(std::move(stage));
-  if (!matches_all) {
-    Doc any;
-    if (nonempty.size() == 1) any = nonempty.front();
-    else AppendArray(any.mut(), "$or", nonempty);
-    pipeline.push_back(Stage("$match", any));
-  }
+  if (!filter.empty()) pipeline.push_back(Stage("$match", filter));
   if (f.write.pinned && f.write.sort && !f.write.sort->empty()) pipeline.push_back(Stage("$sort", *f.write.sort));
   Doc limit;
   BSON_APPEND_INT64(limit.mut(), "$limit", f.write.pinned ? 1 : kFoldBatch);
@@ -259,7 +249,11 @@ Step Fold(const FlowPtr& f) {
                   AppendDoc(statement.mut(), "u", document);
                   statements.push_back(std::move(statement));
                 }
-                if (statements.empty()) return KeyRead(f);
+                if (statements.empty()) {
+                  if (++f->fold_filter == f->write.fold_filters.size()) return KeyRead(f);
+                  f->fold_rounds_left = kMaxFoldRounds;
+                  return Fold(f);
+                }
                 if (--f->fold_rounds_left <= 0) {
                   f->refusal = ErrorReply(
                       error_codes::kConflictingOperationInProgress,

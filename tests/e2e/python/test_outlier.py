@@ -1099,6 +1099,29 @@ def test_an_earlier_statement_makes_an_overflowed_document_match_a_later_one(out
         SON([("update", c.name), ("updates", copy.deepcopy(statements)), ("ordered", True)])))
 
 
+
+def test_statements_on_the_same_element_each_find_their_overflowed_documents(outlier):
+    """One delete and one update of two statements on the same element
+    position, one of them `null`: each statement's overflowed documents are
+    found and written, as on the flat copy. remold used to read them for
+    both statements at once, through {$or: [<first>, <second>]}; DocumentDB
+    turns that into {"buyers.4": {$in: [null, "c"]}}, which finds nothing
+    in arrays of documents where {"buyers.4": null} alone finds them all
+    (found by the differential harness, Outlier seed 3701)."""
+    env = outlier(3)
+    docs = [SON([("_id", 1), (ARRAY, [SON([("u", u)]) for u in "abcabcab"])]),     # overflowed, of documents
+            SON([("_id", 2), (ARRAY, [1, 1, 3, 3, "a", "c", "a", 2.5])]),           # overflowed, position 4 is "a"
+            SON([("_id", 3), (ARRAY, [SON([("u", "b")]), SON([("u", "c")])])]),     # whole
+            SON([("_id", 4), ("n", 1)])]
+    both(env, "insert", lambda c: c.insert_many(copy.deepcopy(docs)))
+    both(env, "update of two statements", lambda c: c.database.command(SON([
+        ("update", c.name), ("ordered", True),
+        ("updates", [{"q": {f"{ARRAY}.4": None}, "u": {"$set": {"n": 2}}, "multi": True},
+                     {"q": {f"{ARRAY}.4": "c"}, "u": {"$set": {"n": 3}}, "multi": True}])])))
+    both(env, "delete of two statements", lambda c: c.database.command(SON([
+        ("delete", c.name),
+        ("deletes", [{"q": {f"{ARRAY}.4": None}, "limit": 0}, {"q": {f"{ARRAY}.4": "c"}, "limit": 0}])])))
+
 def test_out_and_merge_before_any_overflow(outlier):
     """Documents written before the rule, none overflowed through remold:
     the overflow collection does not exist yet. An aggregate of the ruled
