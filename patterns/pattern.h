@@ -24,7 +24,7 @@
 // The rewrite part (rewrite.h and the files behind it; pure, golden-tested)
 // provides four overloads for R, found by the engine through the list in
 // patterns/rewrites.h:
-//   std::optional<Plan> RewritePattern(const Command&, const Rule&, const R&,
+//   std::optional<Plan> RewritePattern(const Command&, const RuleContext&, const R&,
 //                                      const Capabilities&);
 //       // the plan for a command on `logical`; nullopt: forward it unchanged
 //   std::vector<Doc> ViewStages(const R&);

@@ -25,7 +25,7 @@ namespace remold {
 
 // The rewrite part of patterns/pattern.h.
 template <typename R>
-concept PatternRewriteType = requires(const Command& command, const Rule& rule, const R& pattern,
+concept PatternRewriteType = requires(const Command& command, const RuleContext& rule, const R& pattern,
                                       const Capabilities& caps) {
   { RewritePattern(command, rule, pattern, caps) } -> std::same_as<std::optional<Plan>>;
   { ViewStages(pattern) } -> std::same_as<std::vector<Doc>>;

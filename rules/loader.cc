@@ -158,6 +158,7 @@ std::optional<Rule> ParseRule(const YAML::Node& root, const std::string& source,
   if (ctx.HasErrors()) return std::nullopt;
   rule.pattern = std::move(layers[0]);
   rule.below.assign(std::make_move_iterator(layers.begin() + 1), std::make_move_iterator(layers.end()));
+  rule.stacked = !rule.below.empty();
   return rule;
 }
 

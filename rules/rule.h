@@ -13,25 +13,16 @@
 #include <vector>
 
 #include "patterns/patterns.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
-struct Rule {
-  std::string name;    // the rule file's stem, for messages and metrics
-  std::string source;  // the rule file's path
+struct Rule : RuleContext {
   PatternRule pattern;  // in a stack, the upper rule
   // A stack (`pattern: [upper, lower]`, rules/loader.h): the rules under
   // `pattern`, top first, each storing what the one above writes. Empty
-  // for a rule of one pattern.
+  // for a rule of one pattern (RuleContext::stacked says which).
   std::vector<PatternRule> below;
-  // The collections the rule shares with other rules by value of a field
-  // (WrittenNamespace::share), each with every sharer's share, this rule's
-  // included, in the order of the rule files. Set by the loader.
-  struct SharedCollection {
-    Namespace ns;
-    std::vector<WrittenNamespace::Share> shares;
-  };
-  std::vector<SharedCollection> shared;
 
   const Namespace& logical() const {
     return std::visit([](const auto& p) -> const Namespace& { return p.logical; }, pattern);

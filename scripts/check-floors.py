@@ -53,39 +53,7 @@ FLOOR_OF_FILE = {
 }
 
 # Upward includes not yet removed: (including file, included file).
-# Each pattern header below includes the whole rule set (rules/rule.h) where
-# it needs only its own rule: to go when patterns see only their own rule.
-STILL_UPWARD: set[tuple[str, str]] = {
-    ("patterns/array_aside/rewrite.h", "rules/rule.h"),
-    ("patterns/attribute/filter.h", "rules/rule.h"),
-    ("patterns/attribute/indexes.h", "rules/rule.h"),
-    ("patterns/attribute/migration.h", "rules/rule.h"),
-    ("patterns/attribute/rewrite.h", "rules/rule.h"),
-    ("patterns/attribute/update.h", "rules/rule.h"),
-    ("patterns/attribute/view.h", "rules/rule.h"),
-    ("patterns/bucket/group_pushdown.h", "rules/rule.h"),
-    ("patterns/bucket/migration.h", "rules/rule.h"),
-    ("patterns/bucket/pushdown.h", "rules/rule.h"),
-    ("patterns/bucket/rewrite.h", "rules/rule.h"),
-    ("patterns/bucket/whole_buckets.h", "rules/rule.h"),
-    ("patterns/computed/fields.h", "rules/rule.h"),
-    ("patterns/computed/maintenance.h", "rules/rule.h"),
-    ("patterns/computed/migration.h", "rules/rule.h"),
-    ("patterns/computed/rewrite.h", "rules/rule.h"),
-    ("patterns/extended_reference/rewrite.h", "rules/rule.h"),
-    ("patterns/history/migration.h", "rules/rule.h"),
-    ("patterns/history/rewrite.h", "rules/rule.h"),
-    ("patterns/outlier/migration.h", "rules/rule.h"),
-    ("patterns/outlier/rewrite.h", "rules/rule.h"),
-    ("patterns/polymorphic/migration.h", "rules/rule.h"),
-    ("patterns/polymorphic/rewrite.h", "rules/rule.h"),
-    ("patterns/source_writes/source_write.h", "rules/rule.h"),
-    ("patterns/subset/rewrite.h", "rules/rule.h"),
-    ("patterns/versioned/migration.h", "rules/rule.h"),
-    ("patterns/versioned/rewrite.h", "rules/rule.h"),
-    ("patterns/versioned/upgrade.h", "rules/rule.h"),
-    ("patterns/versioned/view.h", "rules/rule.h"),
-}
+STILL_UPWARD: set[tuple[str, str]] = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -30,7 +30,7 @@ std::optional<Doc> Id(const bson_t* document) {
 
 class AsideRewriter {
  public:
-  AsideRewriter(const Command& command, const Rule& rule, const AsideLayout& layout, const Capabilities& caps)
+  AsideRewriter(const Command& command, const RuleContext& rule, const AsideLayout& layout, const Capabilities& caps)
       : command_(command), rule_(rule), o_(layout), caps_(caps) {}
 
   std::optional<Plan> Rewrite() {
@@ -797,7 +797,7 @@ class AsideRewriter {
   }
 
   const Command& command_;
-  const Rule& rule_;
+  const RuleContext& rule_;
   const AsideLayout& o_;
   const Capabilities& caps_;
 };
@@ -814,7 +814,7 @@ bool EndsInOutput(const Command& command) {
 
 }  // namespace
 
-std::optional<Plan> RewriteAside(const Command& command, const Rule& rule, const AsideLayout& layout,
+std::optional<Plan> RewriteAside(const Command& command, const RuleContext& rule, const AsideLayout& layout,
                                  const Capabilities& caps) {
   std::optional<Plan> plan = AsideRewriter(command, rule, layout, caps).Rewrite();
   if (plan && !plan->immediate_reply) {

@@ -29,12 +29,12 @@
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The plan for a command on `layout.logical`; nullopt: forward it unchanged.
-std::optional<Plan> RewriteAside(const Command& command, const Rule& rule, const AsideLayout& layout,
+std::optional<Plan> RewriteAside(const Command& command, const RuleContext& rule, const AsideLayout& layout,
                                  const Capabilities& caps);
 
 // Every field but the array and the marker passes the view unchanged.

@@ -23,7 +23,7 @@
 
 #include "common/doc.h"
 #include "common/error_code.h"
-#include "rules/rule.h"
+#include "patterns/attribute/rule.h"
 
 namespace remold {
 

@@ -47,7 +47,7 @@ std::string Unservable(const bson_t* spec, const AttributeRule& rule, std::strin
 
 }  // namespace
 
-std::optional<Plan> AttributeCreateIndexes(const Command& command, const Rule& rule,
+std::optional<Plan> AttributeCreateIndexes(const Command& command, const RuleContext& rule,
                                            const AttributeRule& a) {
   std::optional<bson_iter_t> indexes = Find(command.body.get(), "indexes");
   if (!indexes || !BSON_ITER_HOLDS_ARRAY(&*indexes)) return std::nullopt;

@@ -12,14 +12,15 @@
 
 #include <optional>
 
+#include "patterns/attribute/rule.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // nullopt: no index of the command names an attribute (forward it).
-std::optional<Plan> AttributeCreateIndexes(const Command& command, const Rule& rule,
+std::optional<Plan> AttributeCreateIndexes(const Command& command, const RuleContext& rule,
                                            const AttributeRule& attribute);
 
 }  // namespace remold

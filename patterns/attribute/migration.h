@@ -9,8 +9,8 @@
 
 #include "common/doc.h"
 #include "patterns/adoption.h"
+#include "patterns/attribute/rule.h"
 #include "patterns/migration.h"
-#include "rules/rule.h"
 
 namespace remold {
 

@@ -26,7 +26,7 @@ std::string FirstComponent(std::string_view path) {
 
 class AttributeRewriter {
  public:
-  AttributeRewriter(const Command& command, const Rule& rule, const AttributeRule& attribute,
+  AttributeRewriter(const Command& command, const RuleContext& rule, const AttributeRule& attribute,
                     int32_t max_document_size)
       : command_(command), rule_(rule), a_(attribute), max_document_size_(max_document_size) {}
 
@@ -581,7 +581,7 @@ class AttributeRewriter {
   }
 
   const Command& command_;
-  const Rule& rule_;
+  const RuleContext& rule_;
   const AttributeRule& a_;
   int32_t max_document_size_;  // the backend's maxBsonObjectSize
 };
@@ -603,7 +603,7 @@ BackendCommand EnsureAttributeIndex(const AttributeRule& rule) {
   return command;
 }
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule,
                                    const AttributeRule& attribute, const Capabilities& capabilities) {
   return AttributeRewriter(command, rule, attribute, capabilities.max_bson_object_size).Rewrite();
 }

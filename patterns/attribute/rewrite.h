@@ -10,15 +10,16 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/attribute/rule.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The pattern's rewrite part (patterns/pattern.h).
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule,
                                    const AttributeRule& attribute, const Capabilities& caps);
 
 // Unfolding: the pairs back into top-level fields, the array dropped.

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "patterns/attribute/rule.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
 
 namespace remold {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "patterns/attribute/rule.h"
 
 namespace remold {
 

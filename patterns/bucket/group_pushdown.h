@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "patterns/bucket/rule.h"
 
 namespace remold {
 

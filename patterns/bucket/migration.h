@@ -16,8 +16,8 @@
 
 #include "common/doc.h"
 #include "patterns/adoption.h"
+#include "patterns/bucket/rule.h"
 #include "patterns/migration.h"
-#include "rules/rule.h"
 
 namespace remold {
 

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "patterns/bucket/rule.h"
 
 namespace remold {
 

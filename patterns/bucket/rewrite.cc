@@ -45,11 +45,11 @@ std::string FlatReadingsLeft(const std::string& rule_name, const BucketRule& buc
          "says there are none, and serves the buckets alone)";
 }
 
-std::string BucketRuleLabel(const Rule& rule, const BucketRule& bucket) {
+std::string BucketRuleLabel(const RuleContext& rule, const BucketRule& bucket) {
   return "bucket rule '" + rule.name + "' for " + bucket.logical.full();
 }
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule,
                                    const BucketRule& bucket, const Capabilities& caps) {
   const std::string& name = command.name;
   const std::string who = BucketRuleLabel(rule, bucket);

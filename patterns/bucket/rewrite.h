@@ -12,15 +12,16 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/bucket/rule.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The pattern's rewrite part (patterns/pattern.h).
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule,
                                    const BucketRule& bucket, const Capabilities& caps);
 
 // Unpacking: each measurement of a bucket becomes a document again, with
@@ -32,7 +33,7 @@ inline Namespace ViewSource(const BucketRule& rule) { return rule.buckets; }
 bool PassesThrough(const BucketRule& rule, std::string_view field);
 
 // "bucket rule '<name>' for <db.collection>": how every refusal starts.
-std::string BucketRuleLabel(const Rule& rule, const BucketRule& bucket);
+std::string BucketRuleLabel(const RuleContext& rule, const BucketRule& bucket);
 // Why a read is refused while rule.flat_readings_left ("is refused while
 // ...: `remold migrate --rule NAME` moves them ..."), after the command's name.
 std::string FlatReadingsLeft(const std::string& rule_name, const BucketRule& bucket);

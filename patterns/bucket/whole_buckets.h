@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "patterns/bucket/rule.h"
 
 namespace remold {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "patterns/computed/rule.h"
+#include "patterns/source_writes/update_apply.h"
 #include "rewrite/command.h"
 #include "rewrite/command_queue.h"
-#include "patterns/source_writes/update_apply.h"
-#include "rules/rule.h"
 
 namespace remold {
 

@@ -44,10 +44,10 @@
 #include <string>
 #include <vector>
 
+#include "patterns/computed/rule.h"
+#include "patterns/source_writes/source_rule.h"
 #include "rewrite/command.h"
 #include "rewrite/command_queue.h"
-#include "patterns/source_writes/source_rule.h"
-#include "rules/rule.h"
 
 namespace remold {
 

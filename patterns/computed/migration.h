@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "patterns/adoption.h"
+#include "patterns/computed/rule.h"
 #include "patterns/migration.h"
-#include "rules/rule.h"
 
 namespace remold {
 

@@ -94,7 +94,7 @@ std::string DropRefusal(const std::string& rule_name, const ComputedRule& rule) 
 
 }  // namespace
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& base, const ComputedRule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& base, const ComputedRule& rule,
                                    const Capabilities&) {
   const std::string& name = command.name;
   if (name == "drop") {

@@ -15,15 +15,16 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/computed/rule.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The pattern's rewrite part (patterns/pattern.h).
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule,
                                    const ComputedRule& computed, const Capabilities& caps);
 
 // None: documents are stored as the application wrote them, with the

@@ -73,7 +73,7 @@ bool IsWrite(const std::string& name) {
 
 }  // namespace
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& base, const ExtendedReferenceRule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& base, const ExtendedReferenceRule& rule,
                                    const Capabilities&) {
   const std::string& name = command.name;
   std::optional<CommandNamespace> ns = ResolveNamespace(name, command.body.get());

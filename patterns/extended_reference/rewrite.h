@@ -12,16 +12,17 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/extended_reference/rule.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The pattern's rewrite part (patterns/pattern.h); commands on the
 // referenced collection reach it in synced mode (it watches it).
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule,
                                    const ExtendedReferenceRule& reference, const Capabilities& caps);
 
 // None: documents are stored as written, the copy among their fields.

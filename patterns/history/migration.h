@@ -15,7 +15,6 @@
 #include "patterns/history/rule.h"
 #include "patterns/migration.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
 
 namespace remold {
 

@@ -13,12 +13,12 @@
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The pattern's rewrite part (patterns/pattern.h).
-inline std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const HistoryRule& history,
+inline std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule, const HistoryRule& history,
                                           const Capabilities& caps) {
   return RewriteAside(command, rule, history.Layout(), caps);
 }

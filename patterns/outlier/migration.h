@@ -15,7 +15,6 @@
 #include "patterns/migration.h"
 #include "patterns/outlier/rule.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
 
 namespace remold {
 

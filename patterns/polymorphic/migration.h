@@ -12,7 +12,7 @@
 #include "common/doc.h"
 #include "patterns/adoption.h"
 #include "patterns/migration.h"
-#include "rules/rule.h"
+#include "patterns/polymorphic/rule.h"
 
 namespace remold {
 

@@ -163,9 +163,9 @@ Plan UnderLogicalName(BackendCommand backend, const PolymorphicRule& rule) {
 // collection created when it is not there, then
 //   {$and: [{$or: [{<field>: {$ne: <value>}}, <the type's validator>]}, ...]}
 // for every type of the collection that has one. None when no type has.
-std::vector<BackendCommand> ValidatorEnsures(const Rule& rule, const PolymorphicRule& p) {
+std::vector<BackendCommand> ValidatorEnsures(const RuleContext& rule, const PolymorphicRule& p) {
   std::vector<Doc> clauses;
-  for (const Rule::SharedCollection& shared : rule.shared) {
+  for (const RuleContext::SharedCollection& shared : rule.shared) {
     if (!(shared.ns == p.stored)) continue;
     for (const WrittenNamespace::Share& share : shared.shares) {
       if (share.constraint.empty()) continue;
@@ -195,7 +195,7 @@ std::vector<BackendCommand> ValidatorEnsures(const Rule& rule, const Polymorphic
 
 class PolymorphicRewriter {
  public:
-  PolymorphicRewriter(const Command& command, const Rule& rule, const PolymorphicRule& polymorphic)
+  PolymorphicRewriter(const Command& command, const RuleContext& rule, const PolymorphicRule& polymorphic)
       : command_(command), rule_(rule), p_(polymorphic), who_(PolymorphicRuleLabel(rule, polymorphic)) {}
 
   std::optional<Plan> Rewrite() const {
@@ -673,7 +673,7 @@ class PolymorphicRewriter {
   }
 
   const Command& command_;
-  const Rule& rule_;
+  const RuleContext& rule_;
   const PolymorphicRule& p_;
   const std::string who_;
 };
@@ -763,7 +763,7 @@ std::vector<Doc> ViewStages(const PolymorphicRule& rule) {
   return stages;
 }
 
-std::string PolymorphicRuleLabel(const Rule& rule, const PolymorphicRule& polymorphic) {
+std::string PolymorphicRuleLabel(const RuleContext& rule, const PolymorphicRule& polymorphic) {
   return "polymorphic rule '" + rule.name + "' for " + polymorphic.logical.full();
 }
 
@@ -774,7 +774,7 @@ std::string DocumentsLeft(const std::string& rule_name, const PolymorphicRule& p
          " alone)";
 }
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const PolymorphicRule& polymorphic,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule, const PolymorphicRule& polymorphic,
                                    const Capabilities&) {
   return PolymorphicRewriter(command, rule, polymorphic).Rewrite();
 }

@@ -24,15 +24,16 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/polymorphic/rule.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The pattern's rewrite part (patterns/pattern.h).
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const PolymorphicRule& polymorphic,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule, const PolymorphicRule& polymorphic,
                                    const Capabilities& caps);
 
 // [{$match: {<field>: <value>}}, <DiscriminatorOut>...]
@@ -50,7 +51,7 @@ inline Namespace ViewSource(const PolymorphicRule& rule) { return rule.stored; }
 inline bool PassesThrough(const PolymorphicRule& rule, std::string_view field) { return field != rule.field; }
 
 // "polymorphic rule '<name>' for <db.collection>": how every refusal starts.
-std::string PolymorphicRuleLabel(const Rule& rule, const PolymorphicRule& polymorphic);
+std::string PolymorphicRuleLabel(const RuleContext& rule, const PolymorphicRule& polymorphic);
 // Why a read is refused while documents written before the rule remain.
 std::string DocumentsLeft(const std::string& rule_name, const PolymorphicRule& polymorphic);
 // patterns/rewrites.h, MayRefuseReads.

@@ -16,11 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "patterns/source_writes/source_rule.h"
 #include "rewrite/command.h"
 #include "rewrite/command_queue.h"
-#include "patterns/source_writes/source_rule.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
 
 namespace remold {
 

@@ -48,7 +48,7 @@ class SubsetSource final : public SourceRule {
 
 }  // namespace
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& base, const SubsetRule& rule,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& base, const SubsetRule& rule,
                                    const Capabilities&) {
   const std::string& name = command.name;
   if (name == "drop")

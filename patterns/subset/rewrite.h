@@ -11,15 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include "patterns/subset/rule.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "rules/rule_context.h"
 
 namespace remold {
 
 // The pattern's rewrite part (patterns/pattern.h).
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const SubsetRule& subset,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule, const SubsetRule& subset,
                                    const Capabilities& caps);
 
 // None: the children are stored as the application wrote them.

@@ -9,7 +9,7 @@
 
 #include "common/doc.h"
 #include "patterns/migration.h"
-#include "rules/rule.h"
+#include "patterns/versioned/rule.h"
 
 namespace remold {
 

@@ -80,7 +80,7 @@ std::vector<BackendCommand> UpgradeWrites(const Command& command, const Versione
 
 class VersionedRewriter {
  public:
-  VersionedRewriter(const Command& command, const Rule& rule, const VersionedRule& versioned)
+  VersionedRewriter(const Command& command, const RuleContext& rule, const VersionedRule& versioned)
       : command_(command), rule_(rule), v_(versioned) {}
 
   std::optional<Plan> Rewrite() {
@@ -501,7 +501,7 @@ class VersionedRewriter {
             ": the documents at older versions this write matches, which it stores upgraded first, were not "
             "all upgraded in " + std::to_string(kMaxUpgradeRounds) + " rounds of " + std::to_string(kUpgradeBatch) +
             " (more of them, or some that keep changing); those upgraded stay so, the write did not run. Run "
-            "`remold migrate --rule " + rule_.name + (rule_.below.empty() ? "" : " --layer versioned") +
+            "`remold migrate --rule " + rule_.name + (rule_.stacked ? " --layer versioned" : "") +
             "`, then the write again");
     return AfterPrelude(OlderMatchesRead(filters, collation),
                         [command, rule](const Doc& reply) { return UpgradeWrites(command, rule, reply, false); },
@@ -606,13 +606,13 @@ class VersionedRewriter {
   }
 
   const Command& command_;
-  const Rule& rule_;
+  const RuleContext& rule_;
   const VersionedRule& v_;
 };
 
 }  // namespace
 
-std::optional<Plan> RewritePattern(const Command& command, const Rule& rule, const VersionedRule& versioned,
+std::optional<Plan> RewritePattern(const Command& command, const RuleContext& rule, const VersionedRule& versioned,
                                    const Capabilities&) {
   return VersionedRewriter(command, rule, versioned).Rewrite();
 }

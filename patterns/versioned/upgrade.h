@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "patterns/versioned/rule.h"
 
 namespace remold {
 

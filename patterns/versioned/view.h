@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "patterns/versioned/rule.h"
 
 namespace remold {
 

@@ -272,7 +272,11 @@ int RunMigrate(const std::vector<std::string>& args, std::ostream& out, std::ost
         const std::string name(PatternName(*layers[i]));
         names += (names.empty() ? "" : " or ") + name;
         if (name != options.layer) continue;
-        layer_rule = Rule{rule->name + "/" + name, rule->source, *layers[i], {}};
+        Rule layer;
+        layer.name = rule->name + "/" + name;
+        layer.source = rule->source;
+        layer.pattern = *layers[i];
+        layer_rule = std::move(layer);
         if (i + 1 < layers.size()) stored_by = layers[i + 1];
       }
       if (!layer_rule)
