@@ -21,6 +21,9 @@ authenticate as the test user, and raw wire connections (wire.py) to either
 run SCRAM first.
 - ``REMOLD_BINARY``: the remold binary (default ``<source>/build/remold``).
 - ``REMOLD_SOURCE_DIR``: the checkout (default: derived from this file).
+- ``REMOLD_TEST_LOG_LEVEL``: debugging aid. The log level of every remold
+  the suite starts with its default arguments (default warn); set, their
+  stderr files (/tmp/remold-stderr-*.log) are kept.
 - ``REMOLD_TEST_NO_PROXY=1``: debugging aid. Skip remold entirely and point
   every client at the backend, to tell proxy bugs from test bugs. Tests of
   proxy-only behaviour (handshake rewriting, negotiated compression when the
@@ -74,6 +77,7 @@ BACKEND_KIND_ENV = os.environ.get("REMOLD_TEST_BACKEND", "stand-in")
 if BACKEND_KIND_ENV not in ("stand-in", "documentdb"):
     raise RuntimeError(f"REMOLD_TEST_BACKEND={BACKEND_KIND_ENV!r}: expected stand-in or documentdb")
 NO_PROXY = os.environ.get("REMOLD_TEST_NO_PROXY") == "1"
+LOG_LEVEL = os.environ.get("REMOLD_TEST_LOG_LEVEL")
 
 # libmongoc (which remold links) initialises itself before main() and, unless
 # this is set, creates /dev/shm/mongoc-<pid>. A file of that name left by any
@@ -265,6 +269,11 @@ class Remold:
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
 
+    def forget_stderr(self) -> None:
+        """Deletes its stderr file, unless REMOLD_TEST_LOG_LEVEL asks to keep it."""
+        if not LOG_LEVEL:
+            self.stderr_path.unlink(missing_ok=True)
+
     def terminate(self, timeout: float = REMOLD_STOP_TIMEOUT) -> int:
         """SIGTERM and wait; returns the exit status (negative for a signal)."""
         if self.proc.poll() is None:
@@ -304,7 +313,7 @@ def start_remold(backend_uri: str, *, listen: str = "127.0.0.1:0",
     if credentials is _SESSION:
         credentials = _session_credentials_for(backend_uri)
     if args is None:
-        args = ["serve", "--listen", listen, "--backend", backend_uri, "--log-level", "warn",
+        args = ["serve", "--listen", listen, "--backend", backend_uri, "--log-level", LOG_LEVEL or "warn",
                 *extra_args]
     fd, stderr_name = tempfile.mkstemp(prefix="remold-stderr-", suffix=".log")
     with os.fdopen(fd, "wb") as stderr_file:
@@ -445,7 +454,7 @@ def target(backend: Backend) -> Target:
     yield Target(remold.uri, remold.host, remold.port, remold, backend)
     rc = remold.terminate()
     assert rc == 0, f"shared remold exited {rc} after SIGTERM; stderr:\n{remold.stderr()}"
-    remold.stderr_path.unlink(missing_ok=True)
+    remold.forget_stderr()
 
 
 @pytest.fixture(scope="session")
@@ -513,7 +522,7 @@ def private_remold(backend: Backend) -> Callable[..., Remold]:
     yield start
     for remold in started:
         remold.kill()
-        remold.stderr_path.unlink(missing_ok=True)
+        remold.forget_stderr()
 
 
 @pytest.fixture
@@ -611,4 +620,4 @@ def auth_target(auth_backend: AuthBackend) -> Target:
     yield Target(remold.uri, remold.host, remold.port, remold, backend)
     rc = remold.terminate()
     assert rc == 0, f"auth remold exited {rc} after SIGTERM; stderr:\n{remold.stderr()}"
-    remold.stderr_path.unlink(missing_ok=True)
+    remold.forget_stderr()

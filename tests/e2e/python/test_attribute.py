@@ -378,7 +378,7 @@ def catalogue(backend, tmp_path_factory):
         client.close()
         direct.close()
         remold.kill()
-        remold.stderr_path.unlink(missing_ok=True)
+        remold.forget_stderr()
 
 
 def test_catalogue_stored_folded_and_reads_back_flat(catalogue):

@@ -58,7 +58,7 @@ def differential_env(backend, direct_client, tmp_path_factory):
     client.close()
     cleanup(prefix, sorted(FAMILIES), direct_client)
     remold.kill()
-    remold.stderr_path.unlink(missing_ok=True)
+    remold.forget_stderr()
 
 
 def test_readme_table_is_readable():

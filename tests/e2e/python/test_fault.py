@@ -251,7 +251,7 @@ def fault_remold():
     yield start
     for remold in started:
         remold.kill()
-        remold.stderr_path.unlink(missing_ok=True)
+        remold.forget_stderr()
 
 
 def test_backend_killed_and_restarted_under_load(killable_backend, fault_remold):
@@ -430,7 +430,7 @@ def test_authenticated_connection_idle_across_backend_restart_is_closed(killable
     finally:
         sock.close()
         remold.kill()
-        remold.stderr_path.unlink(missing_ok=True)
+        remold.forget_stderr()
 
 
 def backend_connections(pid: int, port: int) -> int:

@@ -223,7 +223,9 @@ def history_contents(env) -> tuple[list, list]:
     and seq; remold's records of retired keys {_id: {retired: K}, parent:
     false, retired: K, at})."""
     events, records = [], []
-    for d in env.history.find():
+    # Sorted on the server: an engine's unsorted cursor may return a
+    # document upserted again twice (docs/backends.md, departure 8).
+    for d in env.history.find().sort("_id", 1):
         (records if "retired" in d else events).append(d)
     events.sort(key=lambda e: (repr(e.get("key")), e.get("seq", -1)))
     return events, records

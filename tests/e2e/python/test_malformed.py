@@ -217,7 +217,7 @@ class Subject:
     def close(self) -> None:
         if self.remold is not None:
             self.remold.kill()
-            self.remold.stderr_path.unlink(missing_ok=True)
+            self.remold.forget_stderr()
 
 
 class HealthyClient(threading.Thread):

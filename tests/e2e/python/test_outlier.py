@@ -376,7 +376,9 @@ def overflow_contents(env) -> tuple[list, list]:
     whose pages are kept a while for readers that read it before a write
     (patterns/outlier/writes.cc))."""
     pages, other = [], []
-    for d in env.pages.find():
+    # Sorted on the server: an engine's unsorted cursor may return a page
+    # upserted again twice (docs/backends.md, departure 8).
+    for d in env.pages.find().sort("_id", 1):
         (pages if "seq" in d and "elements" in d else other).append(d)
     pages.sort(key=lambda p: (repr(p["parent"]), p["seq"]))
     return pages, other
@@ -808,7 +810,7 @@ def module_remold(backend, direct_client, tmp_path_factory, label: str):
             c.close()
         for remold in started:
             remold.kill()
-            remold.stderr_path.unlink(missing_ok=True)
+            remold.forget_stderr()
         drop_database_after_kills(direct_client, db_name)
 
 

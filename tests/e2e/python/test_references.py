@@ -132,7 +132,7 @@ def world(backend, tmp_path_factory):
         client.close()
         direct.close()
         remold.kill()
-        remold.stderr_path.unlink(missing_ok=True)
+        remold.forget_stderr()
 
 
 # Capabilities of the backend, probed on plain collections (never assumed):

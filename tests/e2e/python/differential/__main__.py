@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     finally:
         if remold:
             remold.terminate()
-            remold.stderr_path.unlink(missing_ok=True)
+            remold.forget_stderr()
         stop_backend()
     print(format_report(results))
     return 1 if any(r.findings for r in results) else 0
