@@ -7,7 +7,7 @@
 #include <utility>
 #include <variant>
 
-#include "patterns/migrations.h"
+#include "ruleset/migrations.h"
 #include "tools/common/backend_client.h"
 
 namespace remold {

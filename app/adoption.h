@@ -34,7 +34,7 @@
 #include "app/unconverted_data.h"
 #include "proxy/backend_identity.h"
 #include "proxy/backend_uri.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

@@ -6,9 +6,9 @@
 #include "app/unconverted_data.h"
 #include "config/backend_credentials.h"
 #include "config/config.h"
+#include "engine/engine.h"
 #include "proxy/backend_uri.h"
-#include "rewrite/engine.h"
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tools/common/backend_client.h"
 
 namespace remold {

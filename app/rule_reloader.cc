@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <variant>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 
 namespace remold {
 

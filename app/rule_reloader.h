@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

@@ -13,15 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include "app/adoption.h"
 #include "app/logging.h"
 #include "app/rule_reloader.h"
-#include "app/status_server.h"
-#include "app/adoption.h"
 #include "app/sidecars.h"
+#include "app/status_server.h"
 #include "config/config.h"
-#include "patterns/patterns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"
+#include "ruleset/patterns.h"
 
 namespace remold {
 namespace {
@@ -142,7 +142,7 @@ void ServeRun::RegisterRuleMetrics() {
     const std::shared_ptr<const RuleSet> in_force = rules->Load();
     out.Family("remold_rules", "gauge", "Rules in force.");
     out.Sample("remold_rules", {}, static_cast<uint64_t>(in_force->rules().size()));
-    // Every pattern remold knows, zeros included (patterns/patterns.h).
+    // Every pattern remold knows, zeros included (ruleset/patterns.h).
     out.Family("remold_rules_by_pattern", "gauge", "Rules in force, by pattern (a stack counts under each of its patterns).");
     ForEachPatternType([&]<typename R>() {
       uint64_t count = 0;

@@ -37,7 +37,7 @@
 #include "proxy/backend_identity.h"
 #include "proxy/backend_uri.h"
 #include "rules/namespace_forms.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

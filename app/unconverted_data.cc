@@ -5,7 +5,7 @@
 #include <variant>
 
 #include "patterns/adoption.h"
-#include "patterns/migrations.h"
+#include "ruleset/migrations.h"
 
 namespace remold {
 

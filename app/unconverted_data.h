@@ -16,7 +16,7 @@
 
 #include "common/doc.h"
 #include "rules/namespace.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

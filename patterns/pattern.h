@@ -23,7 +23,7 @@
 //
 // The rewrite part (rewrite.h and the files behind it; pure, golden-tested)
 // provides four overloads for R, found by the engine through the list in
-// patterns/rewrites.h:
+// engine/rewrites.h:
 //   std::optional<Plan> RewritePattern(const Command&, const RuleContext&, const R&,
 //                                      const Capabilities&);
 //       // the plan for a command on `logical`; nullopt: forward it unchanged
@@ -39,7 +39,7 @@
 //
 // With the view and its source, a read that reaches the collection from
 // elsewhere ($lookup, $unionWith, a view defined on it) sees the documents
-// the application wrote (rewrite/indirect_references.h).
+// the application wrote (engine/indirect_references.h).
 //
 // Stacks. A rule file may stack two rules on one collection (`pattern:
 // [upper, lower]`): the upper rule's plans run through the lower rule
@@ -76,7 +76,7 @@
 // (app/sidecars.h):
 //   std::vector<NamespaceForms> Forms() const;
 //
-// The concepts below state the rule part; patterns/rewrites.h states
+// The concepts below state the rule part; engine/rewrites.h states
 // the rewrite part. Each is checked for every entry of the list.
 #pragma once
 

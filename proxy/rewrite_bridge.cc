@@ -1,10 +1,10 @@
 #include "proxy/rewrite_bridge.h"
 
 #include "common/bson_walk.h"
+#include "engine/engine.h"
 #include "proxy/bson_check.h"
 #include "proxy/op_msg.h"
 #include "rewrite/command_namespace.h"
-#include "rewrite/engine.h"
 
 namespace remold {
 namespace {

@@ -11,17 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "proxy/request.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "proxy/request.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 
 // The request as a Command if it is an OP_MSG whose namespace has a rule, or
 // one that may reach a ruled collection from elsewhere (an aggregate's
-// $lookup, a rename: rewrite/indirect_references.h); nullopt otherwise (the
+// $lookup, a rename: engine/indirect_references.h); nullopt otherwise (the
 // fast path: nothing is copied).
 std::optional<Command> CommandForRules(const wire::Request& request, const RuleSet& rules);
 

@@ -22,7 +22,7 @@
 #include "proxy/rewrite_bridge.h"
 #include "proxy/route_pins.h"
 #include "proxy/topology_monitor.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

@@ -6,18 +6,18 @@
 #include <mutex>
 #include <string_view>
 
+#include "engine/engine.h"
+#include "proxy/backend_compression.h"
+#include "proxy/bson_check.h"
 #include "proxy/error_reply.h"
 #include "proxy/handshake.h"
 #include "proxy/heavy_work.h"
 #include "proxy/mongos_persona.h"
-#include "proxy/backend_compression.h"
-#include "proxy/bson_check.h"
 #include "proxy/op_compressed.h"
 #include "proxy/op_msg.h"
 #include "proxy/wire_format.h"
 #include "rewrite/command_namespace.h"
 #include "rewrite/cursor_reply.h"
-#include "rewrite/engine.h"
 #include "rewrite/plan_runner.h"
 
 namespace remold {

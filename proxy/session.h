@@ -30,7 +30,7 @@
 #include "proxy/topology_monitor.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/plan.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

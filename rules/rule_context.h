@@ -1,7 +1,7 @@
 // What a pattern sees of the rule file its rule comes from, besides its own
 // rule: the file's name (for messages), whether the file stacks two
 // patterns, and the collections it shares with other rules. A Rule
-// (rules/rule.h) is one, so the engine passes it as it is; a pattern never
+// (ruleset/rule.h) is one, so the engine passes it as it is; a pattern never
 // sees the other layers of a stack or the other rules.
 #pragma once
 

@@ -37,7 +37,7 @@ std::string BucketRuleLabel(const RuleContext& rule, const BucketRule& bucket);
 // Why a read is refused while rule.flat_readings_left ("is refused while
 // ...: `remold migrate --rule NAME` moves them ..."), after the command's name.
 std::string FlatReadingsLeft(const std::string& rule_name, const BucketRule& bucket);
-// patterns/rewrites.h, MayRefuseReads: reads through the view (a $lookup,
+// engine/rewrites.h, MayRefuseReads: reads through the view (a $lookup,
 // a view on the collection) are refused as the collection's own reads are.
 inline std::optional<std::string> ReadsRefused(const BucketRule& rule, const std::string& rule_name) {
   if (!rule.flat_readings_left) return std::nullopt;

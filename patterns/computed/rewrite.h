@@ -1,4 +1,4 @@
-// The computed pattern (rules/rule.h, ComputedRule): values derived on
+// The computed pattern (ruleset/rule.h, ComputedRule): values derived on
 // write. Writes to the rule's collection are rewritten so that
 //  - inserts and replacements carry their same-document computed fields;
 //  - the maintained fields of linked target documents follow every insert,

@@ -54,7 +54,7 @@ inline bool PassesThrough(const PolymorphicRule& rule, std::string_view field) {
 std::string PolymorphicRuleLabel(const RuleContext& rule, const PolymorphicRule& polymorphic);
 // Why a read is refused while documents written before the rule remain.
 std::string DocumentsLeft(const std::string& rule_name, const PolymorphicRule& polymorphic);
-// patterns/rewrites.h, MayRefuseReads.
+// engine/rewrites.h, MayRefuseReads.
 inline std::optional<std::string> ReadsRefused(const PolymorphicRule& rule, const std::string& rule_name) {
   if (!rule.documents_left) return std::nullopt;
   return DocumentsLeft(rule_name, rule);

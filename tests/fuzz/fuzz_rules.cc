@@ -1,4 +1,4 @@
-// libFuzzer target of the rule loader (rules/loader.h): one input is the
+// libFuzzer target of the rule loader (ruleset/loader.h): one input is the
 // text of one rule file, or of several, split at lines "#--- next file ---"
 // (named r0.yaml, r1.yaml, ...; loaded together with LoadRuleTexts, as a
 // rules directory holding them would be).
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "patterns/rewrites.h"
-#include "rules/loader.h"
+#include "engine/rewrites.h"
+#include "ruleset/loader.h"
 #include "tests/fuzz/fuzz_failure.h"
 #include "tests/fuzz/migration_checks.h"
 #include "tests/fuzz/proxy_path.h"

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "patterns/migrations.h"
 #include "proxy/bson_check.h"
+#include "ruleset/migrations.h"
 #include "tests/fuzz/fuzz_failure.h"
 
 namespace remold::fuzz {

@@ -4,7 +4,7 @@
 // makes of a fixed flat document, or of a fixed batch, are valid BSON.
 #pragma once
 
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 
 namespace remold::fuzz {
 

@@ -12,7 +12,7 @@
 #include <span>
 
 #include "rewrite/capabilities.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 #include "tests/fuzz/reply_feed.h"
 
 namespace remold::fuzz {

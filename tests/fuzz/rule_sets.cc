@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/fuzz/fuzz_failure.h"
 
 namespace remold::fuzz {

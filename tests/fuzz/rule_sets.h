@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold::fuzz {
 

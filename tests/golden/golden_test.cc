@@ -25,12 +25,12 @@
 #include <vector>
 
 #include "common/doc.h"
+#include "engine/engine.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
-#include "rewrite/engine.h"
 #include "rewrite/plan.h"
 #include "rewrite/plan_runner.h"
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/golden/case_folders.h"
 
 #ifndef REMOLD_GOLDEN_DIR

@@ -1,5 +1,5 @@
-// The attribute rules the loader accepts (rules/loader.h), checked field by
-// field through AttributeRule (rules/rule.h). The refused ones are data,
+// The attribute rules the loader accepts (ruleset/loader.h), checked field by
+// field through AttributeRule (ruleset/rule.h). The refused ones are data,
 // under loader/attribute/.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <variant>
 #include <vector>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/golden/temp_dir.h"
 
 namespace remold {

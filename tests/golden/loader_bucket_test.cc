@@ -1,5 +1,5 @@
-// The bucket rules the loader accepts (rules/loader.h), checked field by
-// field through BucketRule (rules/rule.h). The refused ones are data, under
+// The bucket rules the loader accepts (ruleset/loader.h), checked field by
+// field through BucketRule (ruleset/rule.h). The refused ones are data, under
 // loader/bucket/.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <variant>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/golden/temp_dir.h"
 
 namespace remold {

@@ -1,4 +1,4 @@
-// Data-driven cases of the rule loader (rules/loader.h): one test per folder
+// Data-driven cases of the rule loader (ruleset/loader.h): one test per folder
 // loader/<pattern>/<case>/ (see README.md, "Loader cases").
 //
 // A case's rule files are either
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/golden/case_folders.h"
 
 #ifndef REMOLD_LOADER_CASES_DIR

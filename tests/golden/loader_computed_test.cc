@@ -1,5 +1,5 @@
-// The computed rules the loader accepts (rules/loader.h), checked field by
-// field through ComputedRule (rules/rule.h). The refused ones are data,
+// The computed rules the loader accepts (ruleset/loader.h), checked field by
+// field through ComputedRule (ruleset/rule.h). The refused ones are data,
 // under loader/computed/.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/golden/temp_dir.h"
 
 namespace remold {

@@ -1,4 +1,4 @@
-// The rule loader's handling of a rules directory (rules/loader.h,
+// The rule loader's handling of a rules directory (ruleset/loader.h,
 // LoadRuleDirectory): what it reads, what it skips, what it reports when the
 // directory itself is wrong. The per-file cases are data, under loader/.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/golden/temp_dir.h"
 
 namespace remold {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "rules/loader.h"
 #include "rules/yaml_type.h"
+#include "ruleset/loader.h"
 
 namespace remold {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/unit/rule_texts.h"
 
 namespace remold {

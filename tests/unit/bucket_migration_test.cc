@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/unit/rule_texts.h"
 
 namespace remold {

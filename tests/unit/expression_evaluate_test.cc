@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 
 namespace remold {
 

@@ -2,7 +2,7 @@
 // repairs, report lines, pipelines and the backend URI.
 #include <gtest/gtest.h>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tools/common/backend_client.h"
 #include "tools/reconcile/drift.h"
 #include "tools/reconcile/expected.h"

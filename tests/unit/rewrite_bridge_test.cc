@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "proxy/op_msg.h"
 #include "proxy/request.h"
 #include "rewrite/command_namespace.h"
-#include "rewrite/engine.h"
 #include "tests/unit/rule_texts.h"
 
 namespace remold {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/rule_reloader.h"
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/unit/rule_texts.h"
 
 namespace remold {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 
 namespace remold::testing {
 

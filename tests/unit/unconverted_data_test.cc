@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "patterns/attribute/migration.h"
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 #include "tests/unit/rule_texts.h"
 
 namespace remold {

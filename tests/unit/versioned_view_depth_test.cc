@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "patterns/versioned/view.h"
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 
 namespace remold {
 namespace {

@@ -24,7 +24,7 @@
 #include "common/doc.h"
 #include "proxy/backend_identity.h"
 #include "proxy/backend_uri.h"
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/common/backend_error.h"
 #include "tools/common/wire_connection.h"
 

@@ -2,7 +2,7 @@
 
 #include <ostream>
 
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 
 namespace remold {
 

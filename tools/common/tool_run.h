@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 #include "tools/common/backend_client.h"
 
 namespace remold {

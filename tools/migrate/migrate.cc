@@ -3,7 +3,7 @@
 #include <optional>
 #include <ostream>
 
-#include "patterns/migrations.h"
+#include "ruleset/migrations.h"
 #include "tools/common/tool_run.h"
 #include "tools/migrate/collection_migration.h"
 #include "tools/migrate/document_migration.h"

@@ -13,7 +13,7 @@
 
 #include "config/config.h"
 #include "patterns/migration_direction.h"
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/migrate/document_pass.h"
 
 namespace remold {

@@ -1,4 +1,4 @@
-// Reconciling one cross-collection aggregate (rules/rule.h,
+// Reconciling one cross-collection aggregate (ruleset/rule.h,
 // ComputedAggregate): the maintained fields of the target documents
 // against the source documents that link to them.
 //
@@ -25,7 +25,7 @@
 
 #include <string>
 
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/reconcile/context.h"
 
 namespace remold {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/common/backend_client.h"
 #include "tools/common/progress.h"
 #include "tools/reconcile/drift.h"

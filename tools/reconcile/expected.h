@@ -2,7 +2,7 @@
 // the aggregation pipelines that recount the sources of an aggregate, and
 // the expectations (tools/reconcile/drift.h) for one document.
 //
-// Maintained fields (rules/rule.h, MaintainedField), for a target whose
+// Maintained fields (ruleset/rule.h, MaintainedField), for a target whose
 // link value has sources:
 //   count, sum   the $sum of the group; min, max: its $min/$max (absent
 //                when no source has a value); latest: `of` of a source
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/doc.h"
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/reconcile/drift.h"
 #include "tools/reconcile/value.h"
 

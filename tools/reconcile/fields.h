@@ -1,4 +1,4 @@
-// Reconciling same-document computed fields (rules/rule.h, ComputedRule::
+// Reconciling same-document computed fields (ruleset/rule.h, ComputedRule::
 // fields): the rule's collection is streamed, each field's expression
 // evaluated over the document, and the stored value compared.
 //
@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/reconcile/context.h"
 
 namespace remold {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/reconcile/context.h"
 
 namespace remold {

@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 #include "tools/reconcile/context.h"
 
 namespace remold {

@@ -1,4 +1,4 @@
-#include "rules/loader.h"
+#include "ruleset/loader.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -12,8 +12,8 @@
 #include <type_traits>
 
 #include "rules/file_context.h"
-#include "rules/rule.h"
-#include "rules/utf8_text.h"
+#include "ruleset/rule.h"
+#include "ruleset/utf8_text.h"
 
 namespace remold {
 namespace {

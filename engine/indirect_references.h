@@ -34,7 +34,7 @@
 
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 
@@ -48,7 +48,7 @@ struct IndirectPlan {
   std::string rule;  // the rule that decided, for logs and metrics
   // For a command that writes its output ($out, $merge) and reads a ruled
   // collection through its view: what that view needs to exist first
-  // (patterns/rewrites.h, ViewPrerequisites), for the plan's ensure.
+  // (engine/rewrites.h, ViewPrerequisites), for the plan's ensure.
   std::vector<BackendCommand> prerequisites;
 };
 

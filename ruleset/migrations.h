@@ -9,9 +9,9 @@
 #include "patterns/history/migration.h"
 #include "patterns/migration.h"
 #include "patterns/outlier/migration.h"
-#include "patterns/patterns.h"
 #include "patterns/polymorphic/migration.h"
 #include "patterns/versioned/migration.h"
+#include "ruleset/patterns.h"
 
 namespace remold {
 

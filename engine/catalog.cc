@@ -1,11 +1,11 @@
-#include "rewrite/catalog.h"
+#include "engine/catalog.h"
 
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "patterns/rewrites.h"
+#include "engine/rewrites.h"
 #include "rewrite/cursor_reply.h"
 
 namespace remold {

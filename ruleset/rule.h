@@ -1,8 +1,8 @@
 // The rules remold applies, as validated, immutable values.
 //
 // A rule belongs to one logical namespace ("db.collection") and holds the
-// rule of its pattern, one of the list in patterns/patterns.h. Rules are
-// built only by the loader (rules/loader.h), which has checked every field;
+// rule of its pattern, one of the list in ruleset/patterns.h. Rules are
+// built only by the loader (ruleset/loader.h), which has checked every field;
 // code that receives a Rule may rely on it.
 #pragma once
 
@@ -12,14 +12,14 @@
 #include <variant>
 #include <vector>
 
-#include "patterns/patterns.h"
 #include "rules/rule_context.h"
+#include "ruleset/patterns.h"
 
 namespace remold {
 
 struct Rule : RuleContext {
   PatternRule pattern;  // in a stack, the upper rule
-  // A stack (`pattern: [upper, lower]`, rules/loader.h): the rules under
+  // A stack (`pattern: [upper, lower]`, ruleset/loader.h): the rules under
   // `pattern`, top first, each storing what the one above writes. Empty
   // for a rule of one pattern (RuleContext::stacked says which).
   std::vector<PatternRule> below;

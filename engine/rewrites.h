@@ -1,4 +1,4 @@
-// The rewrite part of every pattern of patterns/patterns.h: the engine and
+// The rewrite part of every pattern of ruleset/patterns.h: the engine and
 // every other user of RewritePattern/ViewStages include this one header.
 #pragma once
 
@@ -12,14 +12,14 @@
 #include "patterns/extended_reference/rewrite.h"
 #include "patterns/history/rewrite.h"
 #include "patterns/outlier/rewrite.h"
-#include "patterns/patterns.h"
 #include "patterns/polymorphic/rewrite.h"
 #include "patterns/subset/rewrite.h"
 #include "patterns/versioned/rewrite.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule.h"
+#include "ruleset/patterns.h"
+#include "ruleset/rule.h"
 
 namespace remold {
 

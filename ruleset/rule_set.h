@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rules/rule.h"
+#include "ruleset/rule.h"
 
 namespace remold {
 

@@ -17,7 +17,7 @@
 
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

@@ -1,4 +1,4 @@
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 #include <algorithm>
 

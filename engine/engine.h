@@ -3,8 +3,8 @@
 // Pure: no I/O, no clocks, no globals. A command that concerns no rule yields
 // nullopt, and the proxy forwards it byte for byte. A command concerns a
 // rule when it addresses the rule's collection, or reaches it from
-// elsewhere (rewrite/indirect_references.h), or lists it (listCollections,
-// rewrite/catalog.h).
+// elsewhere (engine/indirect_references.h), or lists it (listCollections,
+// engine/catalog.h).
 #pragma once
 
 #include <optional>
@@ -13,7 +13,7 @@
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

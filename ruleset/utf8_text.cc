@@ -1,4 +1,4 @@
-#include "rules/utf8_text.h"
+#include "ruleset/utf8_text.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "rules/rule_set.h"
+#include "ruleset/rule_set.h"
 
 namespace remold {
 

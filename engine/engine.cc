@@ -1,12 +1,12 @@
-#include "rewrite/engine.h"
+#include "engine/engine.h"
 
 #include <memory>
 #include <vector>
 
-#include "patterns/rewrites.h"
-#include "rewrite/catalog.h"
+#include "engine/catalog.h"
+#include "engine/indirect_references.h"
+#include "engine/rewrites.h"
 #include "rewrite/command_namespace.h"
-#include "rewrite/indirect_references.h"
 #include "rewrite/stacked_plan.h"
 
 namespace remold {

@@ -3,7 +3,7 @@
 //
 // A new pattern is a folder patterns/<name>/ (see patterns/pattern.h for
 // what it provides), its entry here (include and variant), its include in
-// patterns/rewrites.h and its add_subdirectory in patterns/CMakeLists.txt.
+// engine/rewrites.h and its add_subdirectory in patterns/CMakeLists.txt.
 // Every consumer visits the variant, and both parts of the interface are
 // checked for every entry, so a pattern left half-added fails to compile.
 #pragma once

@@ -1,10 +1,10 @@
-#include "rewrite/indirect_references.h"
+#include "engine/indirect_references.h"
 
 #include <array>
 #include <map>
 #include <string_view>
 
-#include "patterns/rewrites.h"
+#include "engine/rewrites.h"
 #include "rewrite/command_references.h"
 
 namespace remold {
