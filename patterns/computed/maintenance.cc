@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "rewrite/bson_compare.h"
+#include "patterns/computed/accumulator.h"
 #include "patterns/expression/evaluate.h"
+#include "rewrite/bson_compare.h"
 #include "rewrite/cursor_reply.h"
 
 namespace remold {
@@ -863,12 +864,8 @@ void AggregateMaintenance::ScheduleFillSources(CommandQueue& queue, size_t t, in
   AppendDoc(match.mut(), aggregate_.link_from + ".0", no_element);
   BSON_APPEND_NULL(group.mut(), "_id");
   for (size_t i = 0; i < aggregate_.fields.size(); ++i) {
-    const MaintainedField& field = aggregate_.fields[i];
-    Doc accumulator;
-    if (field.op == Op::kCount) BSON_APPEND_INT32(accumulator.mut(), "$sum", 1);
-    else AppendString(accumulator.mut(), field.op == Op::kSum ? "$sum" : field.op == Op::kMax ? "$max" : "$min",
-                      "$" + field.of);
-    AppendDoc(group.mut(), GroupName(i), accumulator);
+    // A migrating rule has no latest field (rule.cc): no $first without its $sort.
+    AppendDoc(group.mut(), GroupName(i), GroupAccumulator(aggregate_.fields[i]));
   }
   std::vector<Doc> stages(2);
   AppendDoc(stages[0].mut(), "$match", match);

@@ -2,11 +2,11 @@
 // repairs, report lines, pipelines and the backend URI.
 #include <gtest/gtest.h>
 
+#include "patterns/computed/reconcile_expected.h"
+#include "patterns/reconcile/drift.h"
+#include "patterns/reconcile/value.h"
 #include "ruleset/loader.h"
 #include "tools/common/backend_client.h"
-#include "tools/reconcile/drift.h"
-#include "tools/reconcile/expected.h"
-#include "tools/reconcile/value.h"
 
 namespace remold {
 namespace {

@@ -5,8 +5,9 @@
 #include <string>
 
 #include "tools/common/progress.h"
-#include "tools/migrate/checkpoint.h"
 #include "tools/common/tool_run.h"
+#include "tools/migrate/checkpoint.h"
+#include "tools/reconcile/backend_context.h"
 #include "tools/reconcile/reconcile.h"
 
 namespace remold {
@@ -44,7 +45,7 @@ int FillValues(const MigrationRequest& request, std::string_view pattern, bool f
   std::unique_ptr<BackendClient> backend = ConnectBackend(request.config, "remold-migrate");
   DiscardingBuffer discard;
   std::ostream quiet(&discard);
-  const CheckContext context{*backend, !dry_run, quiet, request.err, request.err_is_terminal};
+  const BackendReconcileContext context(*backend, !dry_run, quiet, request.err, request.err_is_terminal);
   const auto start = std::chrono::steady_clock::now();
   int64_t filled = 0, left = 0;
   for (int round = 1; round <= kFillRounds; ++round) {

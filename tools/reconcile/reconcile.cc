@@ -1,15 +1,13 @@
 #include "tools/reconcile/reconcile.h"
 
+#include <algorithm>
 #include <optional>
 #include <ostream>
 
+#include "ruleset/reconciles.h"
 #include "tools/common/backend_client.h"
 #include "tools/common/tool_run.h"
-#include "tools/reconcile/aggregate.h"
-#include "tools/reconcile/context.h"
-#include "tools/reconcile/fields.h"
-#include "tools/reconcile/reference.h"
-#include "tools/reconcile/subset.h"
+#include "tools/reconcile/backend_context.h"
 
 namespace remold {
 namespace {
@@ -57,10 +55,21 @@ std::string RuleKind(const Rule& rule) {
 // Whether `rule` maintains values or copies that reconciliation checks.
 bool Reconciled(const Rule& rule) {
   for (const PatternRule* layer : rule.layers())
-    if (std::holds_alternative<ComputedRule>(*layer) || std::holds_alternative<SubsetRule>(*layer) ||
-        std::holds_alternative<ExtendedReferenceRule>(*layer))
-      return true;
+    if (IsReconciled(*layer)) return true;
   return false;
+}
+
+// "computed, subset and extended reference" (`last` "and"): the patterns
+// reconciled.
+std::string ReconciledKinds(const std::string& last = "and") {
+  const std::vector<std::string> names = ReconciledPatterns();
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string words = names[i];
+    std::replace(words.begin(), words.end(), '_', ' ');
+    out += (i == 0 ? "" : i + 1 == names.size() ? " " + last + " " : ", ") + words;
+  }
+  return out;
 }
 
 std::string ReconciledRuleNames(const RuleSet& rules) {
@@ -71,8 +80,8 @@ std::string ReconciledRuleNames(const RuleSet& rules) {
   return names.empty() ? "none" : names;
 }
 
-// The rules to reconcile: the one named, or every computed, subset and
-// extended reference rule.
+// The rules to reconcile: the one named, or every rule of a reconciled
+// pattern.
 std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<std::string>& name,
                                      const std::string& directory) {
   std::vector<const Rule*> selected;
@@ -80,7 +89,7 @@ std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<s
     if (name && rule.name != *name) continue;
     if (name && !Reconciled(rule))
       throw UsageError("rule '" + *name + "' (" + rule.source + ") is " + RuleKind(rule) +
-                       "; only computed, subset and extended reference rules are reconciled (those rules: " +
+                       "; only " + ReconciledKinds() + " rules are reconciled (those rules: " +
                        ReconciledRuleNames(rules) + ")");
     if (Reconciled(rule)) selected.push_back(&rule);
   }
@@ -112,7 +121,7 @@ Plan Prepare(const Options& options, std::ostream& err) {
 // Connects, checks every selected rule, prints the summaries and the total.
 int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_is_terminal) {
   std::unique_ptr<BackendClient> backend = ConnectBackend(plan.config, "remold-reconcile");
-  CheckContext context{*backend, plan.fix, out, err, err_is_terminal};
+  const BackendReconcileContext context(*backend, plan.fix, out, err, err_is_terminal);
   int64_t drifted = 0, fixed = 0;
   for (const Rule* rule : plan.selected) {
     try {
@@ -131,35 +140,26 @@ int Reconcile(const Plan& plan, std::ostream& out, std::ostream& err, bool err_i
 
 }  // namespace
 
-std::vector<Summary> ReconcileRule(const CheckContext& context, const Rule& rule) {
+std::vector<Summary> ReconcileRule(const ReconcileContext& context, const Rule& rule) {
   std::vector<Summary> summaries;
-  for (const PatternRule* layer : rule.layers()) {
-    if (const auto* subset = std::get_if<SubsetRule>(layer)) summaries.push_back(CheckSubset(context, rule.name, *subset));
-    if (const auto* reference = std::get_if<ExtendedReferenceRule>(layer))
-      summaries.push_back(CheckReference(context, rule.name, *reference));
-    if (const auto* computed = std::get_if<ComputedRule>(layer)) {
-      for (const ComputedAggregate& aggregate : computed->aggregates)
-        summaries.push_back(CheckAggregate(context, rule.name, computed->logical, aggregate));
-      if (!computed->fields.empty()) summaries.push_back(CheckFields(context, rule.name, *computed));
-    }
-  }
+  for (const PatternRule* layer : rule.layers())
+    for (Summary& summary : ReconcileLayer(*layer, context, rule.name)) summaries.push_back(std::move(summary));
   return summaries;
 }
 
 std::string ReconcileUsage() {
   return "usage: remold reconcile --config FILE [--rule NAME] [--fix]\n"
          "\n"
-         "Recomputes every value the computed rules maintain, every subset the subset\n"
-         "rules embed and every copy the extended reference rules keep, from the\n"
-         "source data, and reports the documents that drifted; with --fix, repairs\n"
-         "them.\n"
+         "Recomputes every value or copy the " + ReconciledKinds() + " rules\n"
+         "maintain, from the source data, and reports the documents that drifted;\n"
+         "with --fix, repairs them.\n"
          "\n"
          "flags:\n"
          "  --config FILE   the configuration `remold serve` reads (backend, rules)\n"
          "  --backend URI   override the backend of the file\n"
          "  --rules DIR     override the rules directory of the file\n"
-         "  --rule NAME     only the rule of this file stem (default: every computed,\n"
-         "                  subset and extended reference rule)\n"
+         "  --rule NAME     only the rule of this file stem (default: every rule of\n"
+         "                  those patterns)\n"
          "  --fix           repair drifted documents (guarded: a document changed\n"
          "                  meanwhile is left alone and reported)\n"
          "\n"
@@ -177,7 +177,7 @@ int RunReconcile(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     Plan plan = Prepare(options, err);
     if (plan.selected.empty()) {
-      err << prefix << "no computed, subset or extended reference rules in " << plan.config.rules_dir << "; nothing to do\n";
+      err << prefix << "no " << ReconciledKinds("or") << " rules in " << plan.config.rules_dir << "; nothing to do\n";
       return kClean;
     }
     return Reconcile(plan, out, err, err_is_terminal);

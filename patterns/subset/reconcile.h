@@ -1,5 +1,5 @@
-// Reconciling one subset rule (patterns/subset/rule.h): each parent's
-// embedded array against the first N of its children.
+// The reconcile part (patterns/reconcile.h) of the subset pattern: each
+// parent's embedded array against the first N of its children.
 //
 // The parents are streamed; for each, its children are read in the rule's
 // order (one query per parent: an index on {<link>, <sort keys>} serves
@@ -11,12 +11,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
-#include "ruleset/rule.h"
-#include "tools/reconcile/context.h"
+#include "patterns/reconcile.h"
+#include "patterns/subset/rule.h"
 
 namespace remold {
 
-Summary CheckSubset(const CheckContext& context, const std::string& rule, const SubsetRule& subset);
+std::vector<Summary> Reconcile(const SubsetRule& subset, const ReconcileContext& context, const std::string& rule);
 
 }  // namespace remold

@@ -1,8 +1,9 @@
-#include "tools/reconcile/expected.h"
+#include "patterns/computed/reconcile_expected.h"
 
 #include <algorithm>
 #include <variant>
 
+#include "patterns/computed/accumulator.h"
 #include "patterns/expression/evaluate.h"
 
 namespace remold {
@@ -16,14 +17,6 @@ void AppendInt(bson_t* out, std::string_view key, int32_t value) {
   bson_append_int32(out, key.data(), static_cast<int>(key.size()), value);
 }
 
-// {operator: "$field"}, or {operator: 1} for a count.
-Doc Accumulator(std::string_view op, const std::string& field) {
-  Doc accumulator;
-  if (field.empty()) AppendInt(accumulator.mut(), op, 1);
-  else AppendText(accumulator.mut(), op, "$" + field);
-  return accumulator;
-}
-
 Doc Pipeline(const std::vector<Doc>& stages) {
   Doc pipeline;
   AppendArray(pipeline.mut(), "pipeline", stages);
@@ -34,22 +27,6 @@ Doc GroupBody(const ComputedAggregate& aggregate) {
   Doc group;
   AppendText(group.mut(), "_id", "$" + aggregate.link_from);
   return group;
-}
-
-Doc MaintainedAccumulator(const MaintainedField& field) {
-  switch (field.op) {
-    case Op::kCount:
-      return Accumulator("$sum", "");
-    case Op::kSum:
-      return Accumulator("$sum", field.of);
-    case Op::kMin:
-      return Accumulator("$min", field.of);
-    case Op::kMax:
-      return Accumulator("$max", field.of);
-    case Op::kLatest:
-      break;
-  }
-  return Accumulator("$first", field.of);
 }
 
 bool IsAbsent(const std::optional<bson_iter_t>& value) {
@@ -133,7 +110,7 @@ Doc LinkFilter(const std::string& field, const std::vector<Value>* links) {
 Doc GroupPipeline(const ComputedAggregate& aggregate, const std::vector<Value>* links) {
   Doc group = GroupBody(aggregate);
   for (const MaintainedField& field : aggregate.fields) {
-    if (field.op != Op::kLatest) AppendDoc(group.mut(), field.field, MaintainedAccumulator(field));
+    if (field.op != Op::kLatest) AppendDoc(group.mut(), field.field, GroupAccumulator(field));
   }
   return Pipeline({Stage("$match", LinkFilter(aggregate.link_from, links)), Stage("$group", group)});
 }
@@ -152,7 +129,7 @@ Doc LatestPipeline(const ComputedAggregate& aggregate, const std::string& by, co
   AppendInt(sort.mut(), by, -1);
   Doc group = GroupBody(aggregate);
   for (const MaintainedField& field : aggregate.fields) {
-    if (field.op == Op::kLatest && field.by == by) AppendDoc(group.mut(), field.field, MaintainedAccumulator(field));
+    if (field.op == Op::kLatest && field.by == by) AppendDoc(group.mut(), field.field, GroupAccumulator(field));
   }
   return Pipeline({Stage("$match", LinkFilter(aggregate.link_from, links)), Stage("$sort", sort), Stage("$group", group)});
 }

@@ -1,4 +1,4 @@
-#include "tools/reconcile/drift.h"
+#include "patterns/reconcile/drift.h"
 
 #include <algorithm>
 

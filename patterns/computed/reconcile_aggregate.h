@@ -1,6 +1,7 @@
-// Reconciling one cross-collection aggregate (ruleset/rule.h,
-// ComputedAggregate): the maintained fields of the target documents
-// against the source documents that link to them.
+// Reconciling one cross-collection aggregate (patterns/computed/rule.h,
+// ComputedAggregate; part of patterns/computed/reconcile.h): the
+// maintained fields of the target documents against the source documents
+// that link to them.
 //
 // 1. One aggregate on the source counts per link value:
 //      [$match {<from>: {$exists: true, $ne: null}},
@@ -25,12 +26,12 @@
 
 #include <string>
 
-#include "ruleset/rule.h"
-#include "tools/reconcile/context.h"
+#include "patterns/computed/rule.h"
+#include "patterns/reconcile/context.h"
 
 namespace remold {
 
-Summary CheckAggregate(const CheckContext& context, const std::string& rule, const Namespace& source,
+Summary CheckAggregate(const ReconcileContext& context, const std::string& rule, const Namespace& source,
                        const ComputedAggregate& aggregate);
 
 }  // namespace remold

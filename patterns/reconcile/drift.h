@@ -1,5 +1,6 @@
-// Drift: a stored document whose computed or maintained fields differ from
-// what the source data says they should hold. This file compares one
+// Drift: a stored document whose maintained values (computed fields, an
+// embedded subset, a reference's copy) differ from what the source data
+// says they should hold. This file compares one
 // document with its expectations, builds the guarded repair, and renders
 // the report lines `remold reconcile` prints.
 //
@@ -23,7 +24,7 @@
 #include <vector>
 
 #include "common/doc.h"
-#include "tools/reconcile/value.h"
+#include "patterns/reconcile/value.h"
 
 namespace remold {
 

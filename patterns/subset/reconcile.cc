@@ -1,15 +1,15 @@
-#include "tools/reconcile/subset.h"
+#include "patterns/subset/reconcile.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <utility>
 
 namespace remold {
 namespace {
 
-
 // {v: [the first N children, as the parent embeds them]}.
-Doc ExpectedArray(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& parent_id) {
+Doc ExpectedArray(const ReconcileContext& context, const SubsetRule& subset, const bson_iter_t& parent_id) {
   Doc filter, no_element, sort, projection, options;
   AppendEquals(filter.mut(), subset.link_from, parent_id);
   BSON_APPEND_BOOL(no_element.mut(), "$exists", false);
@@ -21,8 +21,8 @@ Doc ExpectedArray(const CheckContext& context, const SubsetRule& subset, const b
   AppendDoc(options.mut(), "projection", projection);
   BSON_APPEND_INT64(options.mut(), "limit", subset.limit);
   std::vector<Doc> children;
-  context.backend.Find(subset.logical, filter.get(), options.get(),
-                       [&](DocumentView view) { children.push_back(Doc::FromBson(view.bson)); });
+  context.Find(subset.logical, filter.get(), options.get(),
+               [&](const bson_t* child) { children.push_back(Doc::FromBson(child)); });
   Doc expected;
   AppendArray(expected.mut(), "v", children);
   return expected;
@@ -67,36 +67,35 @@ std::optional<Doc> StoredArray(const bson_t* parent, const std::string& array) {
 }
 
 // The parent as it is now ({_id, array}), or nullopt when it is gone.
-std::optional<Doc> ReadParent(const CheckContext& context, const SubsetRule& subset, const bson_iter_t& id) {
+std::optional<Doc> ReadParent(const ReconcileContext& context, const SubsetRule& subset, const bson_iter_t& id) {
   Doc filter, projection, options;
   AppendEquals(filter.mut(), "_id", id);
   BSON_APPEND_INT32(projection.mut(), subset.array.c_str(), 1);
   AppendDoc(options.mut(), "projection", projection);
   BSON_APPEND_INT64(options.mut(), "limit", 1);
   std::optional<Doc> parent;
-  context.backend.Find(subset.parent, filter.get(), options.get(),
-                       [&](DocumentView view) { parent = Doc::FromBson(view.bson); });
+  context.Find(subset.parent, filter.get(), options.get(),
+               [&](const bson_t* found) { parent = Doc::FromBson(found); });
   return parent;
 }
 
 }  // namespace
 
-Summary CheckSubset(const CheckContext& context, const std::string& rule, const SubsetRule& subset) {
+std::vector<Summary> Reconcile(const SubsetRule& subset, const ReconcileContext& context, const std::string& rule) {
   Summary summary;
   summary.rule = rule;
   summary.ns = subset.parent.full();
-  Progress progress(context.err, context.terminal, context.Scanning(rule, subset.parent),
-                    context.backend.EstimatedCount(subset.parent));
+  std::unique_ptr<ScanProgress> progress = context.Scan(rule, subset.parent);
   Doc projection, options;
   BSON_APPEND_INT32(projection.mut(), "_id", 1);
   AppendDoc(options.mut(), "projection", projection);
   // The parents' _ids first: each check below queries the backend, which a
   // cursor still open on the same connection would not allow.
   std::vector<Doc> ids;
-  context.backend.Find(subset.parent, Doc().get(), options.get(), [&](DocumentView view) {
-    progress.Step();
+  context.Find(subset.parent, Doc().get(), options.get(), [&](const bson_t* parent) {
+    progress->Step();
     ++summary.checked;
-    std::optional<bson_iter_t> id = Find(view.bson, "_id");
+    std::optional<bson_iter_t> id = Find(parent, "_id");
     if (!id) return;
     Doc box;
     AppendValue(box.mut(), "v", *id);
@@ -119,16 +118,16 @@ Summary CheckSubset(const CheckContext& context, const std::string& rule, const 
     if (stored) field.observed = Value::Of(Unboxed(*stored));
     field.expected = Value::Of(Unboxed(expected));
     drift.fields.push_back(field);
-    if (context.fix) {
+    if (context.fix()) {
       Guard guard{subset.array, field.observed};
       Doc filter = GuardedFilter(IdentityOf(parent->get()), {guard});
       context.Repair(subset.parent, filter, RepairUpdate(drift.fields), false, drift);
     }
     summary.Count(drift);
-    context.Report(&progress, drift);
+    context.Report(drift);
   }
-  progress.Finish();
-  return summary;
+  progress->Finish();
+  return {summary};
 }
 
 }  // namespace remold

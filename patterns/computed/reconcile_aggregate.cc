@@ -1,10 +1,11 @@
-#include "tools/reconcile/aggregate.h"
+#include "patterns/computed/reconcile_aggregate.h"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "tools/reconcile/expected.h"
+#include "patterns/computed/reconcile_expected.h"
 
 namespace remold {
 namespace {
@@ -34,7 +35,7 @@ Doc FieldDoc(const std::string& field, const Value& value) {
 
 class AggregateCheck {
  public:
-  AggregateCheck(const CheckContext& context, const std::string& rule, const Namespace& source,
+  AggregateCheck(const ReconcileContext& context, const std::string& rule, const Namespace& source,
                  const ComputedAggregate& aggregate)
       : context_(context), rule_(rule), source_(source), aggregate_(aggregate) {
     summary_.rule = rule;
@@ -47,17 +48,14 @@ class AggregateCheck {
     context_.Note(rule_, "counting " + source_.full() + " by " + aggregate_.link_from + " for " +
                              aggregate_.target.full());
     CountSources(nullptr, sources_);
-    Progress progress(context_.err, context_.terminal, context_.Scanning(rule_, aggregate_.target),
-                      context_.backend.EstimatedCount(aggregate_.target));
-    progress_ = &progress;
-    context_.backend.Find(aggregate_.target, Doc().get(), ProjectionOptions().get(), [&](DocumentView view) {
-      progress.Step();
+    std::unique_ptr<ScanProgress> progress = context_.Scan(rule_, aggregate_.target);
+    context_.Find(aggregate_.target, Doc().get(), ProjectionOptions().get(), [&](const bson_t* found) {
+      progress->Step();
       ++summary_.checked;
-      Scan(view.bson);
+      Scan(found);
     });
     Confirm();
-    progress.Finish();
-    progress_ = nullptr;
+    progress->Finish();
     CheckUnlinkedSources();
     return summary_;
   }
@@ -80,20 +78,20 @@ class AggregateCheck {
   // The $group results for `links` (every linked source when null).
   void CountSources(const std::vector<Value>* links, SourcesByLink& out) {
     Doc pipeline = GroupPipeline(aggregate_, links);
-    context_.backend.Aggregate(source_, pipeline.get(), [&](DocumentView view) {
-      std::optional<bson_iter_t> link = Find(view.bson, "_id");
+    context_.Aggregate(source_, pipeline.get(), [&](const bson_t* found) {
+      std::optional<bson_iter_t> link = Find(found, "_id");
       if (!link) return;
       LinkSources& entry = out[LinkKey(*link)];
       entry.link = Value::Of(*link);
-      AppendGroupValues(entry.values, view.bson);
+      AppendGroupValues(entry.values, found);
     });
     for (const std::string& by : LatestOrders(aggregate_)) {
       Doc pipeline = LatestPipeline(aggregate_, by, links);
-      context_.backend.Aggregate(source_, pipeline.get(), [&](DocumentView view) {
-        std::optional<bson_iter_t> link = Find(view.bson, "_id");
+      context_.Aggregate(source_, pipeline.get(), [&](const bson_t* found) {
+        std::optional<bson_iter_t> link = Find(found, "_id");
         if (!link) return;
         auto entry = out.find(LinkKey(*link));
-        if (entry != out.end()) AppendGroupValues(entry->second.values, view.bson);
+        if (entry != out.end()) AppendGroupValues(entry->second.values, found);
       });
     }
   }
@@ -126,9 +124,9 @@ class AggregateCheck {
     if (batch_.empty()) return;
     std::unordered_map<std::string, std::vector<Doc>> targets;
     Doc filter = LinkFilter(aggregate_.link_to, &batch_);
-    context_.backend.Find(aggregate_.target, filter.get(), ProjectionOptions().get(), [&](DocumentView view) {
-      if (std::optional<bson_iter_t> link = LinkOf(view.bson, aggregate_.link_to))
-        targets[LinkKey(*link)].push_back(Doc::FromBson(view.bson));
+    context_.Find(aggregate_.target, filter.get(), ProjectionOptions().get(), [&](const bson_t* found) {
+      if (std::optional<bson_iter_t> link = LinkOf(found, aggregate_.link_to))
+        targets[LinkKey(*link)].push_back(Doc::FromBson(found));
     });
     SourcesByLink fresh;
     CountSources(&batch_, fresh);
@@ -158,13 +156,13 @@ class AggregateCheck {
     Doc options;
     AppendDoc(options.mut(), "projection", projection);
     Doc filter = LinkFilter(aggregate_.link_from, &batch_);
-    context_.backend.Find(source_, filter.get(), options.get(), [&](DocumentView view) {
-      std::optional<bson_iter_t> link = LinkOf(view.bson, aggregate_.link_from);
+    context_.Find(source_, filter.get(), options.get(), [&](const bson_t* found) {
+      std::optional<bson_iter_t> link = LinkOf(found, aggregate_.link_from);
       if (!link) return;
       std::string key = LinkKey(*link);
       auto counted = fresh.find(key);
       if (counted != fresh.end())
-        CollectLatestChoice(aggregate_, counted->second.values.get(), view.bson, ties[key]);
+        CollectLatestChoice(aggregate_, counted->second.values.get(), found, ties[key]);
     });
     return ties;
   }
@@ -176,7 +174,7 @@ class AggregateCheck {
     drift.ns = aggregate_.target.full();
     drift.identity = IdentityOf(target).ToRelaxedJson();
     drift.fields = std::move(drifts);
-    if (context_.fix) Repair(target, drift);
+    if (context_.fix()) Repair(target, drift);
     Record(drift);
   }
 
@@ -187,7 +185,7 @@ class AggregateCheck {
     drift.target_missing = true;
     Doc nothing;
     drift.fields = Compare(nothing.get(), AggregateExpectations(aggregate_, &sources, ties, nothing.get()));
-    if (context_.fix) Create(link, drift);
+    if (context_.fix()) Create(link, drift);
     Record(drift);
   }
 
@@ -215,7 +213,7 @@ class AggregateCheck {
 
   void Record(const DocumentDrift& drift) {
     summary_.Count(drift);
-    context_.Report(progress_, drift);
+    context_.Report(drift);
   }
 
   // Source link values no target was found for.
@@ -228,7 +226,7 @@ class AggregateCheck {
     Confirm();
   }
 
-  const CheckContext& context_;
+  const ReconcileContext& context_;
   const std::string& rule_;
   const Namespace& source_;
   const ComputedAggregate& aggregate_;
@@ -236,12 +234,11 @@ class AggregateCheck {
   std::vector<Value> batch_;
   std::unordered_set<std::string> suspected_;
   Summary summary_;
-  Progress* progress_ = nullptr;
 };
 
 }  // namespace
 
-Summary CheckAggregate(const CheckContext& context, const std::string& rule, const Namespace& source,
+Summary CheckAggregate(const ReconcileContext& context, const std::string& rule, const Namespace& source,
                        const ComputedAggregate& aggregate) {
   return AggregateCheck(context, rule, source, aggregate).Run();
 }

@@ -1,8 +1,9 @@
-#include "tools/reconcile/fields.h"
+#include "patterns/computed/reconcile_fields.h"
 
 #include <algorithm>
+#include <memory>
 
-#include "tools/reconcile/expected.h"
+#include "patterns/computed/reconcile_expected.h"
 
 namespace remold {
 namespace {
@@ -42,7 +43,7 @@ std::vector<Guard> Guards(const ComputedRule& computed, const std::vector<FieldD
   return guards;
 }
 
-void Repair(const CheckContext& context, const ComputedRule& computed, const bson_t* document,
+void Repair(const ReconcileContext& context, const ComputedRule& computed, const bson_t* document,
             DocumentDrift& drift) {
   Doc filter = GuardedFilter(IdentityOf(document), Guards(computed, drift.fields, document));
   context.Repair(computed.logical, filter, RepairUpdate(drift.fields), false, drift);
@@ -50,15 +51,13 @@ void Repair(const CheckContext& context, const ComputedRule& computed, const bso
 
 }  // namespace
 
-Summary CheckFields(const CheckContext& context, const std::string& rule, const ComputedRule& computed) {
+Summary CheckFields(const ReconcileContext& context, const std::string& rule, const ComputedRule& computed) {
   Summary summary;
   summary.rule = rule;
   summary.ns = computed.logical.full();
-  Progress progress(context.err, context.terminal, context.Scanning(rule, computed.logical),
-                    context.backend.EstimatedCount(computed.logical));
-  context.backend.Find(computed.logical, Doc().get(), Projection(computed).get(), [&](DocumentView view) {
-    const bson_t* document = view.bson;
-    progress.Step();
+  std::unique_ptr<ScanProgress> progress = context.Scan(rule, computed.logical);
+  context.Find(computed.logical, Doc().get(), Projection(computed).get(), [&](const bson_t* document) {
+    progress->Step();
     ++summary.checked;
     std::vector<FieldDrift> drifts = Compare(document, FieldExpectations(computed.fields, document));
     if (drifts.empty()) return;
@@ -66,11 +65,11 @@ Summary CheckFields(const CheckContext& context, const std::string& rule, const 
     drift.ns = computed.logical.full();
     drift.identity = IdentityOf(document).ToRelaxedJson();
     drift.fields = std::move(drifts);
-    if (context.fix) Repair(context, computed, document, drift);
+    if (context.fix()) Repair(context, computed, document, drift);
     summary.Count(drift);
-    context.Report(&progress, drift);
+    context.Report(drift);
   });
-  progress.Finish();
+  progress->Finish();
   return summary;
 }
 

@@ -1,4 +1,4 @@
-#include "tools/reconcile/value.h"
+#include "patterns/reconcile/value.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,8 +1,8 @@
 // What the source data says computed and maintained fields should hold:
 // the aggregation pipelines that recount the sources of an aggregate, and
-// the expectations (tools/reconcile/drift.h) for one document.
+// the expectations (patterns/reconcile/drift.h) for one document.
 //
-// Maintained fields (ruleset/rule.h, MaintainedField), for a target whose
+// Maintained fields (patterns/computed/rule.h, MaintainedField), for a target whose
 // link value has sources:
 //   count, sum   the $sum of the group; min, max: its $min/$max (absent
 //                when no source has a value); latest: `of` of a source
@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "common/doc.h"
-#include "ruleset/rule.h"
-#include "tools/reconcile/drift.h"
-#include "tools/reconcile/value.h"
+#include "patterns/computed/rule.h"
+#include "patterns/reconcile/drift.h"
+#include "patterns/reconcile/value.h"
 
 namespace remold {
 

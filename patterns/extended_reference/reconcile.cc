@@ -1,12 +1,12 @@
-#include "tools/reconcile/reference.h"
+#include "patterns/extended_reference/reconcile.h"
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 
 namespace remold {
 namespace {
-
 
 constexpr size_t kBatch = 500;
 
@@ -15,9 +15,8 @@ bool Names(const std::optional<bson_iter_t>& ref) {
          !BSON_ITER_HOLDS_REGEX(&*ref);
 }
 
-
 // The copies of the documents `docs` reference, by LinkKey.
-std::map<std::string, Doc> ReadCopies(const CheckContext& context, const ExtendedReferenceRule& rule,
+std::map<std::string, Doc> ReadCopies(const ReconcileContext& context, const ExtendedReferenceRule& rule,
                                       const std::vector<Doc>& docs) {
   Doc filter, in, projection, options;
   {
@@ -33,8 +32,8 @@ std::map<std::string, Doc> ReadCopies(const CheckContext& context, const Extende
   for (const std::string& f : rule.fields) BSON_APPEND_INT32(projection.mut(), f.c_str(), 1);
   AppendDoc(options.mut(), "projection", projection);
   std::map<std::string, Doc> copies;
-  context.backend.Find(rule.referenced, filter.get(), options.get(), [&](DocumentView view) {
-    if (auto id = Find(view.bson, "_id")) copies.emplace(LinkKey(*id), IdAndFields(view.bson, rule.fields));
+  context.Find(rule.referenced, filter.get(), options.get(), [&](const bson_t* found) {
+    if (auto id = Find(found, "_id")) copies.emplace(LinkKey(*id), IdAndFields(found, rule.fields));
   });
   return copies;
 }
@@ -66,7 +65,7 @@ bool Holds(const bson_t* doc, const std::string& into, const std::optional<Doc>&
   return box == *expected;
 }
 
-std::optional<Doc> ReadAgain(const CheckContext& context, const ExtendedReferenceRule& rule, const bson_iter_t& id) {
+std::optional<Doc> ReadAgain(const ReconcileContext& context, const ExtendedReferenceRule& rule, const bson_iter_t& id) {
   Doc filter, projection, options;
   AppendEquals(filter.mut(), "_id", id);
   BSON_APPEND_INT32(projection.mut(), rule.reference.c_str(), 1);
@@ -74,13 +73,13 @@ std::optional<Doc> ReadAgain(const CheckContext& context, const ExtendedReferenc
   AppendDoc(options.mut(), "projection", projection);
   BSON_APPEND_INT64(options.mut(), "limit", 1);
   std::optional<Doc> doc;
-  context.backend.Find(rule.logical, filter.get(), options.get(),
-                       [&](DocumentView view) { doc = Doc::FromBson(view.bson); });
+  context.Find(rule.logical, filter.get(), options.get(),
+                       [&](const bson_t* found) { doc = Doc::FromBson(found); });
   return doc;
 }
 
-void CheckBatch(const CheckContext& context, const std::string& name, const ExtendedReferenceRule& rule,
-                const std::vector<Doc>& batch, Summary& summary, Progress& progress) {
+void CheckBatch(const ReconcileContext& context, const std::string& name, const ExtendedReferenceRule& rule,
+                const std::vector<Doc>& batch, Summary& summary) {
   std::map<std::string, Doc> copies = ReadCopies(context, rule, batch);
   for (const Doc& read : batch) {
     bool skip = false;
@@ -102,7 +101,7 @@ void CheckBatch(const CheckContext& context, const std::string& name, const Exte
     if (auto stored = Find(now->get(), rule.into)) field.observed = Value::Of(*stored);
     if (expected) field.expected = Value::Of(*Find(expected->get(), "v"));
     drift.fields.push_back(field);
-    if (context.fix) {
+    if (context.fix()) {
       // Where the document still holds the reference and the copy read.
       std::vector<Guard> guards = {{rule.into, field.observed}};
       if (auto ref = Find(now->get(), rule.reference)) guards.push_back({rule.reference, Value::Of(*ref)});
@@ -120,18 +119,17 @@ void CheckBatch(const CheckContext& context, const std::string& name, const Exte
       context.Repair(rule.logical, filter, update, false, drift);
     }
     summary.Count(drift);
-    context.Report(&progress, drift);
+    context.Report(drift);
   }
 }
 
 }  // namespace
 
-Summary CheckReference(const CheckContext& context, const std::string& name, const ExtendedReferenceRule& rule) {
+std::vector<Summary> Reconcile(const ExtendedReferenceRule& rule, const ReconcileContext& context, const std::string& name) {
   Summary summary;
   summary.rule = name;
   summary.ns = rule.logical.full();
-  Progress progress(context.err, context.terminal, context.Scanning(name, rule.logical),
-                    context.backend.EstimatedCount(rule.logical));
+  std::unique_ptr<ScanProgress> progress = context.Scan(name, rule.logical);
   Doc projection, options;
   BSON_APPEND_INT32(projection.mut(), rule.reference.c_str(), 1);
   BSON_APPEND_INT32(projection.mut(), rule.into.c_str(), 1);
@@ -139,18 +137,18 @@ Summary CheckReference(const CheckContext& context, const std::string& name, con
   // Read first, checked after: each check queries the backend, which a
   // cursor still open on the same connection would not allow.
   std::vector<Doc> documents;
-  context.backend.Find(rule.logical, Doc().get(), options.get(), [&](DocumentView view) {
+  context.Find(rule.logical, Doc().get(), options.get(), [&](const bson_t* found) {
     ++summary.checked;
-    documents.push_back(Doc::FromBson(view.bson));
+    documents.push_back(Doc::FromBson(found));
   });
   for (size_t start = 0; start < documents.size(); start += kBatch) {
     std::vector<Doc> batch(documents.begin() + static_cast<std::ptrdiff_t>(start),
                            documents.begin() + static_cast<std::ptrdiff_t>(std::min(documents.size(), start + kBatch)));
-    for (size_t i = 0; i < batch.size(); ++i) progress.Step();
-    CheckBatch(context, name, rule, batch, summary, progress);
+    for (size_t i = 0; i < batch.size(); ++i) progress->Step();
+    CheckBatch(context, name, rule, batch, summary);
   }
-  progress.Finish();
-  return summary;
+  progress->Finish();
+  return {summary};
 }
 
 }  // namespace remold

@@ -1,6 +1,6 @@
-// Reconciling one extended reference rule (patterns/extended_reference/rule.h):
-// the copies the referencing documents hold against the documents they
-// reference.
+// The reconcile part (patterns/reconcile.h) of the extended reference
+// pattern: the copies the referencing documents hold against the documents
+// they reference.
 //
 // The referencing documents are read (their _id, reference and copy), then
 // checked in batches of 500: the referenced documents of a batch are read
@@ -16,12 +16,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
-#include "ruleset/rule.h"
-#include "tools/reconcile/context.h"
+#include "patterns/extended_reference/rule.h"
+#include "patterns/reconcile.h"
 
 namespace remold {
 
-Summary CheckReference(const CheckContext& context, const std::string& rule, const ExtendedReferenceRule& reference);
+std::vector<Summary> Reconcile(const ExtendedReferenceRule& reference, const ReconcileContext& context, const std::string& rule);
 
 }  // namespace remold

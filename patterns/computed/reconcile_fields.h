@@ -1,5 +1,5 @@
-// Reconciling same-document computed fields (ruleset/rule.h, ComputedRule::
-// fields): the rule's collection is streamed, each field's expression
+// Reconciling same-document computed fields (patterns/computed/rule.h,
+// ComputedRule::fields; part of patterns/computed/reconcile.h): the rule's collection is streamed, each field's expression
 // evaluated over the document, and the stored value compared.
 //
 // With --fix a drifted document is updated with a filter guarded on its
@@ -10,11 +10,11 @@
 
 #include <string>
 
-#include "ruleset/rule.h"
-#include "tools/reconcile/context.h"
+#include "patterns/computed/rule.h"
+#include "patterns/reconcile/context.h"
 
 namespace remold {
 
-Summary CheckFields(const CheckContext& context, const std::string& rule, const ComputedRule& computed);
+Summary CheckFields(const ReconcileContext& context, const std::string& rule, const ComputedRule& computed);
 
 }  // namespace remold
