@@ -96,7 +96,7 @@ struct Shape {
   std::string name;
   std::string what;
   std::string filter;                           // the client's filter, as JSON
-  std::string stored_filter;                    // the $elemMatch form remold sends (README)
+  std::string stored_filter;                    // the $elemMatch form remold sends (docs/patterns/attribute.md)
   std::function<bool(const Product&)> matches;  // the same predicate, for the expected count
 };
 

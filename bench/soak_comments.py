@@ -5,8 +5,8 @@ remold at setup) and inserts comments on them (`_id` "cNN-mSEQ", createdAt
 growing), deletes them, moves them to another of its posts, and reads a
 post: its count and latest must be those of its comments as the client was
 told, unless a write on that post faulted (failed, or was in flight while
-the backend was down: its follow-ups may be missing, which the README
-documents and `remold reconcile` repairs); at most about 40 live comments a
+the backend was down: its follow-ups may be missing, which
+docs/patterns/computed.md documents and `remold reconcile` repairs); at most about 40 live comments a
 client. At the end every comment is checked through remold and on the
 backend directly, and every post against its comments on the backend.
 """

@@ -25,7 +25,7 @@ struct Setting {
 constexpr std::array<Setting, 20> kSettings = {{
     {"listen", "--listen", "HOST:PORT   address to accept clients on (default 127.0.0.1:27018)"},
     {"backend", "--backend", "URI         backend, mongodb://host[:port][,...][?options] (required)"},
-    {"backend_credentials", "--backend-credentials", "FILE  remold's own user on the backend (YAML; see the README)"},
+    {"backend_credentials", "--backend-credentials", "FILE  remold's own user on the backend (YAML; see docs/operations.md)"},
     {"rules", "--rules", "DIR         rules directory (one YAML file per collection)"},
     {"log_level", "--log-level", "LEVEL       trace, debug, info, warn, error or off (default info)"},
     {"threads", "--threads", "N           worker threads (default: one per core)"},

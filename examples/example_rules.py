@@ -7,7 +7,7 @@
                                   the names of a rule of that pattern (None otherwise)
   by_pattern(rules, pattern)      the one rule of that pattern (ValueError if none or several)
 
-Names the file leaves out take remold's documented defaults (README, "Rules":
+Names the file leaves out take remold's documented defaults (docs/patterns/bucket.md and attribute.md:
 bucket_time `start`, measurements `m`, array `specs`, key `k`, value `v`).
 remold validates rules; this reads them only as far as the examples need and
 raises ValueError, naming the file, for one it cannot read that far.

@@ -147,7 +147,7 @@ def tryouts(rules: list[Rule], proxy_uri: str, backend_uri: str, python: str) ->
             says, code = _computed(rule, proxy_uri)
         else:
             found.append(Tryout(rule.name, rule.pattern, f"{rule.namespace}; nothing to try here "
-                                "for this rule (see README.md, Rules)", None))
+                                "for this rule (see docs/rules.md)", None))
             continue
         found.append(Tryout(rule.name, rule.pattern, says, f"{shlex.quote(python)} -c {shlex.quote(code)}"))
     return found

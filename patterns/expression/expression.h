@@ -18,7 +18,7 @@ namespace remold {
 
 class FileContext;
 
-// An expression over one document (see README, "Computed fields"). A
+// An expression over one document (see docs/patterns/computed.md, "Expressions"). A
 // field path names a field of the document, or of the array element
 // inside `each`.
 struct Expression {

@@ -74,7 +74,7 @@ void RecordChange(SourceWrite* w, std::optional<Doc> before, const ClientUpdate&
     return;
   }
   // Read back: exact unless another writer changes the same document's
-  // inputs in between (README, "Consistency").
+  // inputs in between (docs/patterns/computed.md, "Consistency").
   BackendCommand read;
   bson_t* b = read.body.mut();
   AppendString(b, "find", w->source().collection);
@@ -164,7 +164,7 @@ void QueueModify(SourceWrite* w, std::shared_ptr<UpdateStatement> s, const Doc& 
     };
     if (before) {
       w->n += 1;
-      w->n_modified += 1;  // findAndModify cannot say whether it was a no-op (README)
+      w->n_modified += 1;  // findAndModify cannot say whether it was a no-op (docs/patterns/computed.md)
       if (!retried) RecordChange(w, before, s->update, *Find(before->get(), "_id"), query);
     } else if (upserted) {
       inserted(*upserted);

@@ -1,6 +1,6 @@
 // Disagreements (app/sidecars.h): for each collection, whether each sidecar
 // reads what the other writes, from the forms their rules serve
-// (Rule::Forms), through the phases of a rollout the README describes.
+// (Rule::Forms), through the phases of a rollout docs/operations.md describes.
 #include "app/sidecars.h"
 
 #include <gtest/gtest.h>

@@ -696,7 +696,7 @@ PROJECTIONS = [
 def test_find_only_projection_operator_on_attribute_is_refused(catalogue):
     """$slice (like $elemMatch and positional $) projections exist only in
     find; on an attribute remold refuses them clearly rather than failing
-    in the unfolding aggregate (README, attribute rule)."""
+    in the unfolding aggregate (docs/patterns/attribute.md)."""
     with pytest.raises(OperationFailure) as info:
         list(catalogue.ruled.find({"tags": {"$exists": True}}, {"name": 1, "tags": {"$slice": 2}})
              .sort("_id", 1).limit(5))

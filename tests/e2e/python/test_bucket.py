@@ -1260,7 +1260,7 @@ def _bson_of(docs) -> list[bytes]:
 
 
 def test_duplicate_id_is_not_enforced_unique_as_documented(bucket_db, rules_remold, make_client):
-    """The README says it: like MongoDB's time-series collections, a bucketed
+    """docs/patterns/bucket.md says it: like MongoDB's time-series collections, a bucketed
     collection does not enforce _id uniqueness. A second reading with a stored
     _id is stored too, and both read back."""
     remold = rules_remold({"readings.yaml": rule_yaml(bucket_db, "readings", "readings_buckets")})

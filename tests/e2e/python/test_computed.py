@@ -967,7 +967,7 @@ def test_client_write_of_computed_field_is_refused(computed_env):
     assert not order_problems(env.direct.orders.find_one({"_id": 10}))
     before = snapshot(env.direct.orders)
     # Without retryable writes: a retryable update of several statements on
-    # a computed source is refused whole (see the README), and a backend
+    # a computed source is refused whole (see docs/patterns/computed.md), and a backend
     # with sessions (any mongod, DocumentDB; not the stand-in) makes
     # pymongo's bulk writes retryable by default.
     plain = pymongo.MongoClient(env.remold.uri, retryWrites=False)

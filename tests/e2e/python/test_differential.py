@@ -13,7 +13,7 @@ to compare with remold's; for outlier, the threshold is 3, so that arrays of
 up to 12 elements overflow all the time, and each sequence starts with long
 arrays written before the rule; for history, likewise, with every element a
 document of its own aside and a copy of the latest 2 kept). Every difference must be a
-refusal documented in README.md's table "What works through remold", or a
+refusal documented in docs/what-works.md's table "What works through remold", or a
 difference a cell of it states ("differs: ..."); any other difference fails
 the test, printed with its seed and a minimal
 reproducing sequence (delta-debugged on fresh collections).
@@ -36,7 +36,7 @@ from differential.campaign import format_finding, format_report, run_campaign
 from differential.capabilities import probe
 from differential.families import FAMILIES
 from differential.setup import cleanup, harness, write_rules
-from differential.table import Table
+from differential.table import PAGE, Table
 
 SEED = int(os.environ.get("REMOLD_DIFF_SEED", "11"))
 SEQUENCES = int(os.environ.get("REMOLD_DIFF_SEQUENCES", "12"))
@@ -61,10 +61,10 @@ def differential_env(backend, direct_client, tmp_path_factory):
     remold.forget_stderr()
 
 
-def test_readme_table_is_readable():
-    table = Table.from_readme(SOURCE_DIR / "README.md")
+def test_what_works_table_is_readable():
+    table = Table.from_page(SOURCE_DIR / PAGE)
     for name in ("insert", "find", "update", "delete", "$lookup", "$out", "renameCollection"):
-        assert set(table.rows[name]) == set(FAMILIES), f"README table row {name}: {table.rows[name]}"
+        assert set(table.rows[name]) == set(FAMILIES), f"table row {name}: {table.rows[name]}"
 
 
 @pytest.mark.parametrize("rule", sorted(FAMILIES))
@@ -73,7 +73,7 @@ def test_ruled_collection_answers_as_a_flat_one(rule, differential_env, direct_c
     missing = set(getattr(FAMILIES[rule], "requires", ())) - set(caps)
     if missing:
         pytest.skip(f"rule {rule} needs a backend with {', '.join(sorted(missing))}")
-    table = Table.from_readme(SOURCE_DIR / "README.md")
+    table = Table.from_page(SOURCE_DIR / PAGE)
     h = harness(rule, prefix, client, direct_client, table, caps)
     result = run_campaign(h, caps, seed=SEED, sequences=SEQUENCES, length=LENGTH,
                           minimize_budget=150, minimize_seconds=MINIMIZE_SECONDS,

@@ -6,7 +6,7 @@ says `migrating: to_flat`, and the documents stored before are pairs,
 beside those the sequence writes flat. Every
 operation of the generator runs through remold and on a flat copy, and
 every difference must be a refusal documented for the attribute rule in
-README.md's table "What works through remold", as for a collection
+docs/what-works.md's table "What works through remold", as for a collection
 entirely in the rule's form.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from differential.capabilities import probe
 from differential.families import Attribute
 from differential.generator import Ids
 from differential.runner import Harness
-from differential.table import Table
+from differential.table import PAGE, Table
 
 SEED = int(os.environ.get("REMOLD_DIFF_SEED", "11"))
 SEQUENCES = int(os.environ.get("REMOLD_DIFF_SEQUENCES", "12"))
@@ -46,7 +46,7 @@ def folded(doc: dict) -> dict:
 
 
 class AttributeMigrating(Attribute):
-    """The attribute family (its column of the README table), with the rule
+    """The attribute family (its column of the table), with the rule
     migrating and documents stored before the sequence: with `migrating:
     true`, written flat before the rule; with `to_flat`, stored as pairs
     under it."""
@@ -87,7 +87,7 @@ def test_migrating_attribute_answers_as_a_flat_collection(direction, backend, di
     try:
         caps = probe(direct_client, f"{prefix}_probe")
         family.caps = caps
-        table = Table.from_readme(SOURCE_DIR / "README.md")
+        table = Table.from_page(SOURCE_DIR / PAGE)
         h = Harness(family, client[remold_db], direct_client[flat_db], table, caps)
         result = run_campaign(h, caps, seed=SEED, sequences=SEQUENCES, length=LENGTH, minimize_budget=150,
                               minimize_seconds=5.0, minimize_total=12.0)

@@ -419,7 +419,7 @@ def test_reconcile_synced_copies(ref_env, tmp_path):
 def test_a_decimal_reference_stays_without_a_copy_when_the_customer_changes(tmp_path, private_remold, make_client,
                                                                             backend, direct_client, db_name):
     """A Decimal128 reference equal to an integer _id names no customer (as
-    the README says: the insert gives it a null copy), and the customer's
+    docs/patterns/extended_reference.md says: the insert gives it a null copy), and the customer's
     update must not give it one either: the backend's equality matches 1
     with Decimal128("1"), the sync's filter says which kind it follows
     (issue 28; remold reconcile reported such an order as drift)."""
@@ -458,7 +458,7 @@ def test_a_decimal_reference_stays_without_a_copy_when_the_customer_changes(tmp_
 
 def test_the_copy_keeps_the_customer_s_field_order(tmp_path, private_remold, make_client, direct_client, db_name):
     """The copy's fields come in the customer's own order, not the rule's
-    `fields` order (README; issue 28 found {_id, name, city} for a customer
+    `fields` order (docs/patterns/extended_reference.md; issue 28 found {_id, name, city} for a customer
     {_id, city, name}), on insert, on the sync after an update and after a
     replacement. remold reads the customer with a projection, which MongoDB
     and DocumentDB return in the document's order; mongo-java-server

@@ -1305,7 +1305,7 @@ def test_concurrent_first_pushes_onto_empty_orders(history):
     the stored form is sound; read directly by parent, the history
     collection holds exactly one document per event once what remold
     retired is cleaned up (aged, then a later write). Right after the
-    pushes it may hold more (README: the pushes that lost the race wrote
+    pushes it may hold more (docs/patterns/history.md: the pushes that lost the race wrote
     documents under keys no order names), but only under retired keys,
     which the cleanup deletes."""
     env = history(2)

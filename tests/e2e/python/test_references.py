@@ -8,7 +8,7 @@ One database, three rules (bucket ``readings``, attribute ``products``,
 computed ``comments`` -> ``posts``), and plain collections (``sensors``,
 ``orders``, ``sites``) that reach into them. Every read must answer as the
 flat copy does; every refusal must carry the documented code and name the
-rule (README, "What works through remold").
+rule (docs/what-works.md, "What works through remold").
 """
 
 from __future__ import annotations

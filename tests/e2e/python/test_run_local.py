@@ -1,4 +1,4 @@
-"""`make run`'s promise (scripts/run-local.sh, README "Set up").
+"""`make run`'s promise (scripts/run-local.sh, README "A short tour").
 
 The script, run with the binary under test and REMOLD_LISTEN=127.0.0.1:0,
 starts its own backend and remold with the example rules (examples/rules)

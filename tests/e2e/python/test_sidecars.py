@@ -5,7 +5,7 @@ reaches the sidecars at different times. Several remolds in front of one
 backend, in one `sidecars` group, each publish how their rules store each
 collection and check the others': one that cannot read what another writes
 says so within seconds (an error line, a metric, /readyz 503). And the
-rollout the README describes (every sidecar reads both forms before any
+rollout docs/operations.md describes (every sidecar reads both forms before any
 writes the new one) takes an attribute rule onto a collection that holds
 data, across three sidecars one at a time, with an application reading
 and writing through all three the whole time, every read compared with a

@@ -425,7 +425,7 @@ def test_drop_refused_while_reviews_exist_and_retryable_writes(subset_env):
 
 def test_an_entry_keeps_the_review_s_field_order(subset_env):
     """An entry's fields come in the review's own order, not the rule's
-    `fields` order (README; issue 28), whether the entry was embedded from
+    `fields` order (docs/patterns/subset.md; issue 28), whether the entry was embedded from
     the inserted review or read back to refill the subset. A read-back
     entry is in the order the backend returns a projection of the review:
     the document's on MongoDB and DocumentDB, the projection's on
@@ -452,7 +452,7 @@ def test_an_entry_keeps_the_review_s_field_order(subset_env):
 
 def attribute_review_step(db, rng: random.Random, op: str) -> None:
     """The review mix, but for its upsert, which sets no attribute: the
-    attribute rule refuses an upsert setting one (72, README)."""
+    attribute rule refuses an upsert setting one (72, docs/patterns/stacking.md)."""
     if op != "upsert":
         return review_step(db, rng, op)
     r = new_review(rng)

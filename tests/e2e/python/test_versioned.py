@@ -66,7 +66,7 @@ def set_field(doc: dict, key: str, value) -> None:
 
 
 def upgrade(stored: dict) -> dict:
-    """The rule's upgrade, as the README states it."""
+    """The rule's upgrade, as docs/patterns/versioned.md states it."""
     version = stored.get("schemaVersion")
     version = 1 if version is None else version
     if version not in (1, 2, 3):

@@ -22,7 +22,7 @@ from .campaign import format_report, run_campaign
 from .capabilities import probe
 from .families import FAMILIES
 from .setup import cleanup, harness, write_rules
-from .table import Table
+from .table import PAGE, Table
 
 
 def start_backend():
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         note = FAMILIES[name].configure(args.seed)
         if note:
             print(f"{name}: {note} (seed {args.seed})", flush=True)
-    table = Table.from_readme(conftest.SOURCE_DIR / "README.md")
+    table = Table.from_page(conftest.SOURCE_DIR / PAGE)
     prefix = f"diff_{uuid.uuid4().hex[:6]}"
     backend, stop_backend = start_backend()
     conftest._use_credentials(backend)

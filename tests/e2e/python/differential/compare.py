@@ -4,7 +4,7 @@ documents without a sort, of distinct values, of collections and indexes.
 Types are exact (1, 1.0, Int64(1) and True differ); doubles compare to 12
 significant digits. Field order is compared
 separately (``field_order_differs``) and reported as its own difference
-class. Where the README says a rule gives a document's fields in another
+class. Where docs/what-works.md says a rule gives a document's fields in another
 order than written (as MongoDB's time-series collections do), the runner
 leaves field order out for that rule.
 """

@@ -101,7 +101,7 @@ def shape(db, op: dict, reply: dict, names: tuple, loose: frozenset, caps: set) 
     if kind == "write":
         errors = tuple((e.get("index"), e.get("code")) for e in reply.get("writeErrors", []))
         upserted = tuple((u.get("index"), canon(u.get("_id"))) for u in reply.get("upserted", []))
-        # nModified is left out: the README documents it as approximate for
+        # nModified is left out: docs/patterns/ documents it as approximate for
         # attribute and computed updates; the state check catches any real effect.
         return Outcome(value=(reply.get("n"), upserted), write_errors=errors)
     if kind == "fam":

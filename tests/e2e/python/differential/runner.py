@@ -147,13 +147,13 @@ class Harness:
         else:
             kind = self.difference_kind(got, want)
             where = kind and self.table.documents_difference(names_of(op), self.f.name)
-            if where:  # the README's cell says how this rule differs here
+            if where:  # the table's cell says how this rule differs here
                 if stats:
                     stats.documented[f"{where}: {kind}"] += 1
                 self.resync()
                 return []
         if refusal is not None or (got.failed and not want.failed):
-            what = f"remold refused ({got.codes()}), not documented in the README table"
+            what = f"remold refused ({got.codes()}), not documented in the table of docs/what-works.md"
         elif want.failed and not got.failed:
             what = f"flat failed ({want.codes()}), remold succeeded"
         elif got.failed and want.failed:
@@ -337,7 +337,7 @@ class Harness:
         if not got.raw or not want.raw or len(got.raw) != len(want.raw):
             return None
         if self.table.reorders_fields(self.f.name):
-            return None  # the README says this rule gives fields in another order
+            return None  # the table says this rule gives fields in another order
         # Documents alike but for their field order pair with their like
         # (the second key): a read without a sort may return them in either
         # order, and remold's own writes move documents. Alike as the

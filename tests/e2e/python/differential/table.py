@@ -1,4 +1,4 @@
-"""Reads README.md's table "## What works through remold" and answers whether a
+"""Reads the table "## What works through remold" of docs/what-works.md and answers whether a
 refusal (a command or stage, a rule, an error code) is documented there.
 
 A row is ``| `name`, `name2` ... | bucket cell | attribute cell | computed cell |``;
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 HEADING = "## What works through remold"
+PAGE = "docs/what-works.md"  # the page that holds the table, in the source directory
 
 
 @dataclass(frozen=True)
@@ -42,12 +43,12 @@ class Table:
         self.rows = rows  # command or stage name -> rule -> cell
 
     @classmethod
-    def from_readme(cls, readme: Path) -> "Table":
-        lines = readme.read_text().splitlines()
+    def from_page(cls, page: Path) -> "Table":
+        lines = page.read_text().splitlines()
         try:
             start = lines.index(HEADING)
         except ValueError:
-            raise ValueError(f"{readme}: no '{HEADING}' section")
+            raise ValueError(f"{page}: no '{HEADING}' section")
         rows: dict[str, dict[str, Cell]] = {}
         rules: Optional[list[str]] = None
         for line in lines[start + 1:]:
@@ -67,7 +68,7 @@ class Table:
             for name in names:
                 rows[name] = {rule: Cell(text) for rule, text in zip(rules, cells[1:])}
         if not rows:
-            raise ValueError(f"{readme}: the '{HEADING}' table has no rows")
+            raise ValueError(f"{page}: the '{HEADING}' table has no rows")
         return cls(rows)
 
     def reorders_fields(self, rule: str) -> bool:
