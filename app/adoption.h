@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "app/unconverted_data.h"
-#include "proxy/backend_identity.h"
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_identity.h"
+#include "proxy/wire/backend_uri.h"
 #include "ruleset/rule_set.h"
 
 namespace remold {

@@ -7,7 +7,7 @@
 #include "config/backend_credentials.h"
 #include "config/config.h"
 #include "engine/engine.h"
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_uri.h"
 #include "ruleset/loader.h"
 #include "tools/common/backend_client.h"
 

@@ -34,8 +34,8 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/backend_identity.h"
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_identity.h"
+#include "proxy/wire/backend_uri.h"
 #include "rules/namespace_forms.h"
 #include "ruleset/rule_set.h"
 

@@ -17,9 +17,9 @@
 
 #include "proxy/asio.h"
 #include "proxy/backend_probe.h"
-#include "proxy/backend_uri.h"
 #include "proxy/http_endpoint.h"
 #include "proxy/metrics.h"
+#include "proxy/wire/backend_uri.h"
 
 namespace remold {
 

@@ -13,7 +13,7 @@
 namespace remold {
 namespace bson_walk_detail {
 
-inline int32_t LoadInt32(const uint8_t* p) {  // BSON int32; little-endian hosts, as proxy/byte_io.h
+inline int32_t LoadInt32(const uint8_t* p) {  // BSON int32; little-endian hosts, as proxy/wire/byte_io.h
   int32_t v;
   std::memcpy(&v, p, sizeof v);
   return v;

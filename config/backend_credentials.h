@@ -1,4 +1,4 @@
-// Where remold's own identity on the backend (proxy/backend_identity.h)
+// Where remold's own identity on the backend (proxy/wire/backend_identity.h)
 // comes from: a YAML file, named by the `backend_credentials` key or
 // --backend-credentials FILE,
 //
@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "proxy/backend_identity.h"
+#include "proxy/wire/backend_identity.h"
 
 namespace remold {
 

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "config/backend_credentials.h"
-#include "proxy/own_connection_uri.h"
+#include "proxy/routing/own_connection_uri.h"
 
 namespace remold {
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "proxy/backend_identity.h"
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_identity.h"
+#include "proxy/wire/backend_uri.h"
 #include "rules/namespace.h"
 
 namespace remold {

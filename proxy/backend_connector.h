@@ -9,8 +9,8 @@
 #include <string>
 
 #include "proxy/asio.h"
-#include "proxy/backend_uri.h"
 #include "proxy/message_stream.h"
+#include "proxy/wire/backend_uri.h"
 
 namespace remold {
 

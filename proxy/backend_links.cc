@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "proxy/backend_connector.h"
-#include "proxy/reply_errors.h"
+#include "proxy/wire/reply_errors.h"
 
 namespace remold {
 

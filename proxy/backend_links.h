@@ -3,7 +3,7 @@
 //
 // With directConnection=true there is one connection, to the URI's hosts
 // in order (first reachable wins). Otherwise each request's RequestRoute
-// (proxy/request_route.h) picks the member from the topology monitor's
+// (proxy/routing/request_route.h) picks the member from the topology monitor's
 // latest view, through the cursor and transaction pins shared by all
 // sessions, and the connection to that member is opened on first use.
 // When no member is eligible, Use() waits for one up to the backend's
@@ -37,14 +37,14 @@
 #include <vector>
 
 #include "proxy/asio.h"
-#include "proxy/compression.h"
-#include "proxy/backend_uri.h"
 #include "proxy/connection_policy.h"
 #include "proxy/message_stream.h"
-#include "proxy/reply_errors.h"
-#include "proxy/request_route.h"
-#include "proxy/route_pins.h"
-#include "proxy/topology_monitor.h"
+#include "proxy/routing/request_route.h"
+#include "proxy/routing/route_pins.h"
+#include "proxy/routing/topology_monitor.h"
+#include "proxy/wire/backend_uri.h"
+#include "proxy/wire/compression.h"
+#include "proxy/wire/reply_errors.h"
 
 namespace remold {
 
@@ -83,7 +83,7 @@ class BackendLinks {
   // After a reply relayed from current(): pins the cursor or transaction
   // it opened, unpins an exhausted cursor, and reports a member answering
   // as a former primary.
-  // `errors` is the reply's scan (proxy/reply_errors.h).
+  // `errors` is the reply's scan (proxy/wire/reply_errors.h).
   void NoteReply(const RequestRoute& route, std::span<const uint8_t> reply_document,
                  const std::optional<wire::ReplyErrors>& errors);
   // Whether a reply says current() is no longer the primary and ran
@@ -99,7 +99,7 @@ class BackendLinks {
   // part of an authentication conversation (IsAuthentication).
   void NoteSending(bool authenticates);
 
-  // Compression on current() (proxy/backend_compression.h): whether it has
+  // Compression on current() (proxy/wire/backend_compression.h): whether it has
   // not had the session's offer yet; what it compresses with (nullopt:
   // nothing); the answer to the offer.
   bool needs_compression_offer() const;

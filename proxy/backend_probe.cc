@@ -5,10 +5,10 @@
 
 #include "proxy/backend_connector.h"
 #include "proxy/deadline.h"
-#include "proxy/handshake.h"
 #include "proxy/message_stream.h"
-#include "proxy/op_msg.h"
-#include "proxy/reply_errors.h"
+#include "proxy/wire/handshake.h"
+#include "proxy/wire/op_msg.h"
+#include "proxy/wire/reply_errors.h"
 
 namespace remold {
 

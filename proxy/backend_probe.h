@@ -15,8 +15,8 @@
 #include <string>
 
 #include "proxy/asio.h"
-#include "proxy/backend_uri.h"
 #include "proxy/tls.h"
+#include "proxy/wire/backend_uri.h"
 
 namespace remold {
 

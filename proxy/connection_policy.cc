@@ -7,8 +7,8 @@
 #include <string>
 
 #include "proxy/deadline.h"
-#include "proxy/error_reply.h"
-#include "proxy/wire_error.h"
+#include "proxy/wire/error_reply.h"
+#include "proxy/wire/wire_error.h"
 
 namespace remold {
 namespace {

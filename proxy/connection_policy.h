@@ -26,7 +26,7 @@
 #include "proxy/asio.h"
 #include "proxy/message_stream.h"
 #include "proxy/tls.h"
-#include "proxy/wire_format.h"
+#include "proxy/wire/wire_format.h"
 
 namespace remold {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "proxy/asio.h"
-#include "proxy/wire_format.h"
+#include "proxy/wire/wire_format.h"
 
 namespace boost::asio::ssl {
 class context;

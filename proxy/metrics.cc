@@ -6,8 +6,8 @@
 #include <cstring>
 #include <optional>
 
-#include "proxy/reply_errors.h"
-#include "proxy/wire_format.h"
+#include "proxy/wire/reply_errors.h"
+#include "proxy/wire/wire_format.h"
 
 namespace remold {
 namespace {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "proxy/prometheus.h"
-#include "proxy/reply_errors.h"
+#include "proxy/wire/reply_errors.h"
 
 namespace remold {
 
@@ -50,8 +50,8 @@ enum class ConnectionError : uint8_t {
 std::string_view ConnectionErrorName(ConnectionError error);
 
 // Routed requests (routes_total{read_preference, member}): the read
-// preference modes and member kinds of proxy/server_selection.h and
-// proxy/topology_view.h, by their enum values.
+// preference modes and member kinds of proxy/routing/server_selection.h and
+// proxy/routing/topology_view.h, by their enum values.
 inline constexpr size_t kRouteModes = 5;
 inline constexpr size_t kRouteMemberKinds = 6;
 

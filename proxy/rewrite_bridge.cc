@@ -2,8 +2,8 @@
 
 #include "common/bson_walk.h"
 #include "engine/engine.h"
-#include "proxy/bson_check.h"
-#include "proxy/op_msg.h"
+#include "proxy/wire/bson_check.h"
+#include "proxy/wire/op_msg.h"
 #include "rewrite/command_namespace.h"
 
 namespace remold {

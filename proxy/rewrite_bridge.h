@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/request.h"
+#include "proxy/wire/request.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/command.h"
 #include "rewrite/plan.h"

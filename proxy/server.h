@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "proxy/asio.h"
-#include "proxy/backend_uri.h"
 #include "proxy/connection_policy.h"
 #include "proxy/rewrite_bridge.h"
-#include "proxy/route_pins.h"
-#include "proxy/topology_monitor.h"
+#include "proxy/routing/route_pins.h"
+#include "proxy/routing/topology_monitor.h"
+#include "proxy/wire/backend_uri.h"
 #include "ruleset/rule_set.h"
 
 namespace remold {

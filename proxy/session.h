@@ -18,16 +18,16 @@
 
 #include "proxy/asio.h"
 #include "proxy/backend_links.h"
-#include "proxy/backend_uri.h"
-#include "proxy/compression.h"
 #include "proxy/connection_policy.h"
 #include "proxy/message_stream.h"
 #include "proxy/metrics.h"
-#include "proxy/request.h"
-#include "proxy/request_route.h"
 #include "proxy/rewrite_bridge.h"
-#include "proxy/route_pins.h"
-#include "proxy/topology_monitor.h"
+#include "proxy/routing/request_route.h"
+#include "proxy/routing/route_pins.h"
+#include "proxy/routing/topology_monitor.h"
+#include "proxy/wire/backend_uri.h"
+#include "proxy/wire/compression.h"
+#include "proxy/wire/request.h"
 #include "rewrite/capabilities.h"
 #include "rewrite/plan.h"
 #include "ruleset/rule_set.h"
@@ -44,7 +44,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const ConnectionPolicy& policy;  // TLS and client limits
     // Requests slower than this are logged (warn); 0: no slow-operation log.
     std::chrono::milliseconds slow_operation{0};
-    // The monitored backend (proxy/topology_monitor.h); null with
+    // The monitored backend (proxy/routing/topology_monitor.h); null with
     // directConnection=true: one backend connection, the URI's hosts in order.
     TopologyMonitor* topology = nullptr;
     RoutingPins* pins = nullptr;  // with `topology`
@@ -103,7 +103,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Reports the member and sends request_ to the member chosen now.
   awaitable<bool> ResendToNewPrimary(const wire::Request& request);
   // With the backend URI's compressors=: makes the compression offer on
-  // links_.current() before `request` goes there (proxy/backend_compression.h),
+  // links_.current() before `request` goes there (proxy/wire/backend_compression.h),
   // in the client's handshake or a hello of remold's own. False when the
   // backend connection was lost.
   awaitable<bool> OfferCompression(const wire::Request& request);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_uri.h"
 
 namespace boost::asio::ssl {
 class context;

@@ -14,15 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "proxy/bson_check.h"
-#include "proxy/compression.h"
-#include "proxy/error_reply.h"
-#include "proxy/handshake.h"
-#include "proxy/op_compressed.h"
-#include "proxy/op_msg.h"
-#include "proxy/op_query.h"
-#include "proxy/request.h"
-#include "proxy/wire_format.h"
+#include "proxy/wire/bson_check.h"
+#include "proxy/wire/compression.h"
+#include "proxy/wire/error_reply.h"
+#include "proxy/wire/handshake.h"
+#include "proxy/wire/op_compressed.h"
+#include "proxy/wire/op_msg.h"
+#include "proxy/wire/op_query.h"
+#include "proxy/wire/request.h"
+#include "proxy/wire/wire_format.h"
 
 namespace {
 

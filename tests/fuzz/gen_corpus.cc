@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "proxy/byte_io.h"
-#include "proxy/compression.h"
-#include "proxy/op_compressed.h"
-#include "proxy/op_msg.h"
-#include "proxy/op_query.h"
-#include "proxy/wire_format.h"
+#include "proxy/wire/byte_io.h"
+#include "proxy/wire/compression.h"
+#include "proxy/wire/op_compressed.h"
+#include "proxy/wire/op_msg.h"
+#include "proxy/wire/op_query.h"
+#include "proxy/wire/wire_format.h"
 
 namespace {
 

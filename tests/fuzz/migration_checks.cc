@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/bson_check.h"
+#include "proxy/wire/bson_check.h"
 #include "ruleset/migrations.h"
 #include "tests/fuzz/fuzz_failure.h"
 

@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "proxy/bson_check.h"
-#include "proxy/op_msg.h"
 #include "proxy/rewrite_bridge.h"
+#include "proxy/wire/bson_check.h"
+#include "proxy/wire/op_msg.h"
 #include "tests/fuzz/fuzz_failure.h"
 
 namespace remold::fuzz {

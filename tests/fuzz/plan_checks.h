@@ -11,7 +11,7 @@
 namespace remold::fuzz {
 
 // A command remold sends: its body and every document of its sequence are
-// valid BSON (proxy/bson_check.h, the check remold applies to what it
+// valid BSON (proxy/wire/bson_check.h, the check remold applies to what it
 // receives), the body names its database in a "$db" string, and the OP_MSG
 // the proxy makes of it (proxy/rewrite_bridge.h) parses back.
 void CheckBackendCommand(const BackendCommand& command);

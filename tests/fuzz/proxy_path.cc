@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "proxy/bson_check.h"
-#include "proxy/op_msg.h"
-#include "proxy/request.h"
 #include "proxy/rewrite_bridge.h"
+#include "proxy/wire/bson_check.h"
+#include "proxy/wire/op_msg.h"
+#include "proxy/wire/request.h"
 #include "rewrite/plan_runner.h"
 #include "tests/fuzz/fuzz_failure.h"
 #include "tests/fuzz/plan_checks.h"

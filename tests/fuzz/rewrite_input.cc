@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "proxy/bson_check.h"
+#include "proxy/wire/bson_check.h"
 
 namespace remold::fuzz {
 

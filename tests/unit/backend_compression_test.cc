@@ -1,9 +1,9 @@
-#include "proxy/backend_compression.h"
+#include "proxy/wire/backend_compression.h"
 
 #include <gtest/gtest.h>
 
-#include "proxy/op_msg.h"
-#include "proxy/op_query.h"
+#include "proxy/wire/op_msg.h"
+#include "proxy/wire/op_query.h"
 #include "tests/unit/test_util.h"
 
 namespace remold::wire {

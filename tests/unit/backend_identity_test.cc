@@ -1,6 +1,6 @@
 // remold's own identity on the backend: where it is read from
 // (config/backend_credentials.h) and the libmongoc URI of its own connections
-// (proxy/own_connection_uri.h).
+// (proxy/routing/own_connection_uri.h).
 #include <gtest/gtest.h>
 #include <mongoc/mongoc.h>
 
@@ -11,7 +11,7 @@
 
 #include "config/backend_credentials.h"
 #include "config/config.h"
-#include "proxy/own_connection_uri.h"
+#include "proxy/routing/own_connection_uri.h"
 
 namespace remold {
 namespace {

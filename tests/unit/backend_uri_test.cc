@@ -1,4 +1,4 @@
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_uri.h"
 
 #include <gtest/gtest.h>
 

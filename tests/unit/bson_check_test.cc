@@ -1,4 +1,4 @@
-#include "proxy/bson_check.h"
+#include "proxy/wire/bson_check.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proxy/compression.h"
+#include "proxy/wire/compression.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proxy/crc32c.h"
+#include "proxy/wire/crc32c.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "proxy/handshake.h"
+#include "proxy/wire/handshake.h"
 
 #include <gtest/gtest.h>
 
-#include "proxy/op_msg.h"
-#include "proxy/op_query.h"
+#include "proxy/wire/op_msg.h"
+#include "proxy/wire/op_query.h"
 #include "tests/unit/test_util.h"
 
 namespace remold::wire {

@@ -12,7 +12,7 @@
 
 #include "proxy/metrics.h"
 #include "proxy/prometheus.h"
-#include "proxy/wire_format.h"
+#include "proxy/wire/wire_format.h"
 
 namespace remold {
 namespace {

@@ -1,5 +1,5 @@
-// The cluster commands remold answers as a mongos (proxy/mongos_persona.h).
-#include "proxy/mongos_persona.h"
+// The cluster commands remold answers as a mongos (proxy/routing/mongos_persona.h).
+#include "proxy/routing/mongos_persona.h"
 
 #include <gtest/gtest.h>
 

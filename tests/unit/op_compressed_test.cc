@@ -1,8 +1,8 @@
-#include "proxy/op_compressed.h"
+#include "proxy/wire/op_compressed.h"
 
 #include <gtest/gtest.h>
 
-#include "proxy/op_msg.h"
+#include "proxy/wire/op_msg.h"
 #include "tests/unit/test_util.h"
 
 namespace remold::wire {

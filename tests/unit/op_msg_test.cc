@@ -1,8 +1,8 @@
-#include "proxy/op_msg.h"
+#include "proxy/wire/op_msg.h"
 
 #include <gtest/gtest.h>
 
-#include "proxy/crc32c.h"
+#include "proxy/wire/crc32c.h"
 #include "tests/unit/test_util.h"
 
 namespace remold::wire {

@@ -1,4 +1,4 @@
-#include "proxy/op_query.h"
+#include "proxy/wire/op_query.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "proxy/request.h"
+#include "proxy/wire/request.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "proxy/op_compressed.h"
-#include "proxy/op_msg.h"
+#include "proxy/wire/op_compressed.h"
+#include "proxy/wire/op_msg.h"
 #include "tests/unit/test_util.h"
 
 namespace remold::wire {

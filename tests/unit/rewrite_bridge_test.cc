@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "proxy/op_msg.h"
-#include "proxy/request.h"
+#include "proxy/wire/op_msg.h"
+#include "proxy/wire/request.h"
 #include "rewrite/command_namespace.h"
 #include "tests/unit/rule_texts.h"
 

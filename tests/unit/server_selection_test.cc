@@ -1,14 +1,14 @@
 // Server selection over a TopologyView, read preferences validated as
-// mongos does, and request routes (proxy/server_selection.h,
-// proxy/request_route.h).
-#include "proxy/server_selection.h"
+// mongos does, and request routes (proxy/routing/server_selection.h,
+// proxy/routing/request_route.h).
+#include "proxy/routing/server_selection.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "common/doc.h"
-#include "proxy/request_route.h"
+#include "proxy/routing/request_route.h"
 #include "tests/unit/test_util.h"
 
 namespace remold {

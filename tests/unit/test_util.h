@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/crc32c.h"
-#include "proxy/request.h"
-#include "proxy/wire_format.h"
+#include "proxy/wire/crc32c.h"
+#include "proxy/wire/request.h"
+#include "proxy/wire/wire_format.h"
 
 namespace remold::testing {
 

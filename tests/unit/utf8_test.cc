@@ -1,6 +1,6 @@
 // Error messages are valid UTF-8 whatever they quote (common/utf8.h): the
 // replacement itself, and the two builders of error replies, remold's own
-// refusals (rewrite/command.h) and decoding errors (proxy/error_reply.h).
+// refusals (rewrite/command.h) and decoding errors (proxy/wire/error_reply.h).
 #include "common/utf8.h"
 
 #include <bson/bson.h>
@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "proxy/error_reply.h"
+#include "proxy/wire/error_reply.h"
 #include "rewrite/command.h"
 
 namespace remold {

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "proxy/own_connection_uri.h"
+#include "proxy/routing/own_connection_uri.h"
 
 namespace remold {
 namespace {

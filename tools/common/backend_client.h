@@ -1,7 +1,7 @@
 // A synchronous client of the backend for remold's own work: the offline
 // tools (tools/), `remold check --backend` and the start-up count of
 // documents not in a rule's form. It runs as remold's own identity
-// (proxy/backend_identity.h), on the primary: libmongoc finds it
+// (proxy/wire/backend_identity.h), on the primary: libmongoc finds it
 // (monitoring needs no identity), and one WireConnection
 // (tools/common/wire_connection.h) to it carries every command, opened
 // again after a failure of the link.
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "common/doc.h"
-#include "proxy/backend_identity.h"
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_identity.h"
+#include "proxy/wire/backend_uri.h"
 #include "ruleset/rule.h"
 #include "tools/common/backend_error.h"
 #include "tools/common/wire_connection.h"

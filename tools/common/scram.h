@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/backend_identity.h"
+#include "proxy/wire/backend_identity.h"
 
 namespace remold {
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/doc.h"
-#include "proxy/backend_identity.h"
+#include "proxy/wire/backend_identity.h"
 
 namespace remold {
 

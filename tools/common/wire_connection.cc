@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "proxy/op_msg.h"
+#include "proxy/wire/op_msg.h"
 #include "tools/common/scram_login.h"
 
 namespace remold {

@@ -1,7 +1,7 @@
 // A blocking connection to one backend server for remold's own work
 // (tools/common/backend_client.h): TCP with the backend URI's TLS options,
 // one OP_MSG command at a time, authenticated as remold's own identity
-// (proxy/backend_identity.h): SCRAM by tools/common/scram.h, MONGODB-X509
+// (proxy/wire/backend_identity.h): SCRAM by tools/common/scram.h, MONGODB-X509
 // by the certificate it presents.
 //
 // Every failure of the link throws BackendError; a command the server
@@ -15,8 +15,8 @@
 #include <string_view>
 
 #include "common/doc.h"
-#include "proxy/backend_identity.h"
-#include "proxy/backend_uri.h"
+#include "proxy/wire/backend_identity.h"
+#include "proxy/wire/backend_uri.h"
 #include "tools/common/backend_error.h"
 
 struct ssl_st;

@@ -1,6 +1,6 @@
 """remold in front of a replica set: primary routing, read preferences,
-cursors that stay on their member, and failover (proxy/topology_monitor.h,
-proxy/server_selection.h).
+cursors that stay on their member, and failover (proxy/routing/topology_monitor.h,
+proxy/routing/server_selection.h).
 
 The set is ``replica_set.ShimReplicaSet``: three stand-ins, each behind a
 shim that answers hello as a member and refuses writes (and reads without
