@@ -531,11 +531,6 @@ ReadRow ComputedScenario::run_read(Harness& h, int64_t per_post) {
 
 // ---- tables ----------------------------------------------------------------------
 
-// CPU seconds per operation as microseconds, -1 (unknown) kept; in a table
-// as a whole number, "?" when unknown.
-double us_of(double seconds) { return seconds >= 0 ? seconds * 1e6 : -1; }
-std::string cpu_us(double seconds) { return fixed_or_unknown(us_of(seconds), 0); }
-
 void ComputedScenario::print_insert_table(const std::vector<InsertCase>& cases) const {
   std::printf("\n(a) comment insert with its maintained post: remold (one insert, remold maintains the post)\n"
               "    vs direct (the application inserts, then updates the post itself)\n");

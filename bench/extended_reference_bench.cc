@@ -1076,10 +1076,6 @@ bool ExtendedReferenceScenario::final_check(Harness& h) {
 
 // ---- tables ----------------------------------------------------------------------
 
-// CPU seconds per operation as microseconds, -1 (unknown) kept; in a table
-// as a whole number, "?" when unknown.
-double us_of(double seconds) { return seconds >= 0 ? seconds * 1e6 : -1; }
-std::string cpu_us(double seconds) { return fixed_or_unknown(us_of(seconds), 0); }
 std::string ratio_json(double a, double b) { return number_or_null(a > 0 && b > 0 ? a / b : -1); }
 // A difference, negative by noise: null only when not finite.
 std::string signed_json(double value) {

@@ -704,11 +704,6 @@ ReadRow SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t produc
 
 // ---- tables ----------------------------------------------------------------------
 
-// CPU seconds per operation as microseconds, -1 (unknown) kept; in a table
-// as a whole number, "?" when unknown.
-double us_of(double seconds) { return seconds >= 0 ? seconds * 1e6 : -1; }
-std::string cpu_us(double seconds) { return fixed_or_unknown(us_of(seconds), 0); }
-
 void SubsetScenario::print_read_table(const std::vector<ReadRow>& rows) const {
   std::printf("\n(a) the product page: findOne of the product embedding its recent reviews (via remold,\n"
               "    direct) vs the application's findOne + find(reviews).sort({at: -1}).limit(10) (direct)\n");
