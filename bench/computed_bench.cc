@@ -361,7 +361,7 @@ std::string ComputedScenario::verify_posts(Harness& h, const char* db, int64_t e
 WriteCase ComputedScenario::run_insert(Harness& h, WriteSide side, int clients, int round, double seconds) {
   reset(h, side, opt_.posts);
   WriteCase result;
-  result.side = side;
+  result.side = static_cast<int>(side);
   result.clients = clients;
   result.round = round;
   const char* db = side_db(side);

@@ -529,7 +529,7 @@ WriteCase SubsetScenario::run_insert(Harness& h, WriteSide side, int clients, in
     seed(h, db, initial, opt_.products, true);
   }
   WriteCase result;
-  result.side = side;
+  result.side = static_cast<int>(side);
   result.clients = clients;
   result.round = round;
   auto prepare = [&](mongoc_client_t* client, int thread) -> Operation {

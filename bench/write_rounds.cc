@@ -6,7 +6,9 @@
 #include "bench_report.h"
 #include "timed_rounds.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace bench_common {
 
@@ -14,6 +16,7 @@ namespace {
 
 constexpr int kRemold = static_cast<int>(WriteSide::remold);
 constexpr int kDirect = static_cast<int>(WriteSide::direct);
+const std::vector<const char*> kSideNames = {"remold", "direct"};  // by WriteSide
 
 // One table row: the cases of one client count, summed per side.
 struct WriteRow {
@@ -25,7 +28,7 @@ struct WriteRow {
   std::string check;
 
   void add(const WriteCase& c) {
-    const int side = static_cast<int>(c.side);
+    const int side = c.side;
     ms[side].insert(ms[side].end(), c.run.tally.ms.begin(), c.run.tally.ms.end());
     rates[side].push_back(c.rate());
     ops[side] += c.ops();
@@ -35,8 +38,8 @@ struct WriteRow {
     cpu_remold[side] += c.run.cpu.remold;
     cpu_backend[side] += c.run.cpu.backend;
     if (!c.ok() && check.empty())
-      check = std::string("FAILED ") + write_side_name(c.side) + " round " + std::to_string(c.round) + ": " +
-              c.failure();
+      check = std::string("FAILED ") + kSideNames[static_cast<size_t>(side)] + " round " +
+              std::to_string(c.round) + ": " + c.failure();
   }
   // CPU seconds per operation of one side, -1 when unknown.
   double per_op(double cpu, bool known, int side) const {
@@ -46,46 +49,60 @@ struct WriteRow {
 
 }  // namespace
 
-const char* write_side_name(WriteSide side) { return side == WriteSide::remold ? "remold" : "direct"; }
-
 std::string WriteCase::failure() const {
   const Failures& failures = run.tally.failures;
   return (failures.count ? failures.text("inserts") + "; " : "") + verify_message;
 }
 
-bool run_write_rounds(const WriteSchedule& schedule, const WriteTable& table, const RunWriteCase& run_case) {
-  bool all_ok = true;
+WriteRounds run_write_cases(const WriteSchedule& schedule, const std::vector<const char*>& side_names,
+                            const char* units, const RunWriteCase& run_case) {
+  WriteRounds result;
+  const size_t sides = side_names.size();
+  int name_width = 0;
+  for (const char* name : side_names) name_width = std::max(name_width, static_cast<int>(std::strlen(name)));
   if (schedule.warmup > 0) {
     int64_t n = 0;
-    for (WriteSide side : {WriteSide::remold, WriteSide::direct}) {
-      WriteCase w = run_case(side, 1, -1, schedule.warmup);
+    for (size_t side = 0; side < sides; ++side) {
+      WriteCase w = run_case(static_cast<int>(side), 1, -1, schedule.warmup);
       n += w.ops();
       if (!w.ok()) {
-        std::printf("warm-up on %s FAILED: %s\n", write_side_name(side), w.failure().c_str());
-        all_ok = false;
+        std::printf("warm-up on %s FAILED: %s\n", side_names[side], w.failure().c_str());
+        result.ok = false;
       }
     }
     std::printf("warm-up: %lld untimed inserts\n", static_cast<long long>(n));
   }
-  // Per client count, remold and direct back to back, in ABBA order.
-  std::vector<std::vector<size_t>> groups;  // case k: clients[k / 2], side k % 2
-  for (size_t k = 0; k < schedule.clients.size(); ++k) groups.push_back({2 * k + kRemold, 2 * k + kDirect});
-  std::vector<WriteCase> cases;
+  // Per client count, its sides back to back; case k: clients[k / sides], side k % sides.
+  std::vector<std::vector<size_t>> groups;
+  for (size_t k = 0; k < schedule.clients.size(); ++k) {
+    groups.emplace_back();
+    for (size_t side = 0; side < sides; ++side) groups.back().push_back(sides * k + side);
+  }
   for (int round = 0; round < schedule.rounds; ++round) {
     for (const size_t k : abba_round(groups, round)) {
-      const auto side = static_cast<WriteSide>(k % 2);
-      const int clients = schedule.clients[k / 2];
-      cases.push_back(run_case(side, clients, round, schedule.seconds));
-      const WriteCase& c = cases.back();
-      std::printf("  round %d, %d clients, %-6s: %lld %s in %.2f s = %.0f/s, p50 %.2f ms%s%s\n", round, clients,
-                  write_side_name(side), static_cast<long long>(c.ops()), table.units, c.run.seconds, c.rate(),
-                  percentile(c.run.tally.ms, 0.5), c.ok() ? "" : "; FAILED: ", c.ok() ? "" : c.failure().c_str());
+      const int side = static_cast<int>(k % sides), clients = schedule.clients[k / sides];
+      result.cases.push_back(run_case(side, clients, round, schedule.seconds));
+      const WriteCase& c = result.cases.back();
+      std::printf("  round %d, %d clients, %-*s: %lld %s in %.2f s = %.0f/s, p50 %.2f ms%s%s\n", round, clients,
+                  name_width, side_names[static_cast<size_t>(side)], static_cast<long long>(c.ops()), units,
+                  c.run.seconds, c.rate(), percentile(c.run.tally.ms, 0.5), c.ok() ? "" : "; FAILED: ",
+                  c.ok() ? "" : c.failure().c_str());
       std::fflush(stdout);
-      all_ok = all_ok && c.ok();
+      result.ok = result.ok && c.ok();
     }
   }
-  print_write_table(cases, schedule.clients, table);
-  return all_ok;
+  return result;
+}
+
+bool run_write_rounds(const WriteSchedule& schedule, const WriteTable& table,
+                      const std::function<WriteCase(WriteSide side, int clients, int round, double seconds)>& run_case) {
+  const WriteRounds rounds = run_write_cases(
+      schedule, kSideNames, table.units,
+      [&](int side, int clients, int round, double seconds) {
+        return run_case(static_cast<WriteSide>(side), clients, round, seconds);
+      });
+  print_write_table(rounds.cases, schedule.clients, table);
+  return rounds.ok;
 }
 
 void print_write_table(const std::vector<WriteCase>& cases, const std::vector<int>& clients_list,
@@ -98,11 +115,11 @@ void print_write_table(const std::vector<WriteCase>& cases, const std::vector<in
   for (int clients : clients_list) {
     WriteRow row;
     bool sides[2] = {false, false};
-    for (WriteSide side : {WriteSide::remold, WriteSide::direct})
+    for (int side : {kRemold, kDirect})
       for (const WriteCase& c : cases)
         if (c.clients == clients && c.side == side) {
           row.add(c);
-          sides[static_cast<int>(side)] = true;
+          sides[side] = true;
         }
     if (!sides[kRemold] || !sides[kDirect]) continue;
     const std::string check = row.check.empty() ? "verified" : row.check;

@@ -1,16 +1,19 @@
 // write_rounds: a pattern bench's closed-loop writes, remold against the
-// application's own writes sent directly, timed in rounds per client count,
-// and their table and "BENCH_JSON {...}" rows. The bench states only how one
-// case runs (its data, its operation, its check) and the words of its table.
+// application's own writes sent directly (one way or more), timed in rounds
+// per client count, and the table and "BENCH_JSON {...}" rows of remold
+// against one direct side. The bench states only how one case runs (its
+// data, its operation, its check) and the words of its table.
 //
 // Contract:
-//   - run_write_rounds() first runs one untimed case of `warmup` seconds per
+//   - run_write_cases() first runs one untimed case of `warmup` seconds per
 //     side with 1 client (round -1; skipped when warmup is 0) and prints
 //     "warm-up: N untimed inserts"; then `rounds` rounds, each of one case
-//     per client count and side, remold and direct back to back in ABBA
-//     order (abba_round()), of `seconds` each, printing one line per case;
-//     then the table. It is true when every case, the warm-up's included,
+//     per client count and side, the sides of a client count back to back
+//     in the order abba_round() gives, of `seconds` each, printing one line
+//     per case. Its `ok` is true when every case, the warm-up's included,
 //     ran without a failure and passed its check.
+//   - run_write_rounds() is run_write_cases() of two sides, remold then
+//     direct (WriteCase::side is a WriteSide), followed by the table.
 //   - A case (run_case) runs on a side made fresh for it and is verified
 //     after it: WriteCase.run is its client threads' run (done = writes
 //     acknowledged, ms = latency per unit), verify_message is empty when its
@@ -33,11 +36,8 @@
 
 namespace bench_common {
 
-enum class WriteSide { remold = 0, direct = 1 };
-const char* write_side_name(WriteSide side);
-
 struct WriteCase {
-  WriteSide side = WriteSide::remold;
+  int side = 0;  // index in the sides of its rounds
   int clients = 1;
   int round = 0;
   ThreadsRun run;
@@ -65,9 +65,20 @@ struct WriteTable {
   const char* check_legend; // the legend's lines on the check, each "  ...\n"
 };
 
-using RunWriteCase = std::function<WriteCase(WriteSide side, int clients, int round, double seconds)>;
+using RunWriteCase = std::function<WriteCase(int side, int clients, int round, double seconds)>;
 
-bool run_write_rounds(const WriteSchedule& schedule, const WriteTable& table, const RunWriteCase& run_case);
+struct WriteRounds {
+  std::vector<WriteCase> cases;  // the timed ones, in the order they ran
+  bool ok = true;
+};
+
+WriteRounds run_write_cases(const WriteSchedule& schedule, const std::vector<const char*>& side_names,
+                            const char* units, const RunWriteCase& run_case);
+
+enum class WriteSide { remold = 0, direct = 1 };
+
+bool run_write_rounds(const WriteSchedule& schedule, const WriteTable& table,
+                      const std::function<WriteCase(WriteSide side, int clients, int round, double seconds)>& run_case);
 
 void print_write_table(const std::vector<WriteCase>& cases, const std::vector<int>& clients,
                        const WriteTable& table);
