@@ -30,6 +30,10 @@ std::string fixed_or_unknown(double value, int decimals) {
   return buf;
 }
 
+double us_of(double seconds) { return seconds >= 0 ? seconds * 1e6 : -1; }
+
+std::string cpu_us(double seconds) { return fixed_or_unknown(us_of(seconds), 0); }
+
 std::string number_or_null(double value, const char* format) {
   if (!(value >= 0) || !std::isfinite(value)) return "null";
   char buf[32];

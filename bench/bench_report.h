@@ -5,6 +5,8 @@
 //   - ms_pair() is "p50/p99" of latencies in ms ("-" for none); ratio_text()
 //     is "1.23x" ("-" unless both numbers are > 0); fixed_or_unknown() is
 //     the number with `decimals` decimals, "?" when it is negative (unknown).
+//   - us_of() is CPU seconds per operation as microseconds, -1 (unknown)
+//     kept; cpu_us() is that as a whole number for a table, "?" if unknown.
 //   - number_or_null() formats a JSON number with a printf format, "null"
 //     when it is negative (unknown) or not finite.
 //   - JsonObject builds one JSON object in the order its fields are added:
@@ -25,6 +27,8 @@ namespace bench_common {
 std::string ms_pair(const std::vector<double>& ms);
 std::string ratio_text(double num, double den);
 std::string fixed_or_unknown(double value, int decimals);
+double us_of(double seconds);
+std::string cpu_us(double seconds);
 std::string number_or_null(double value, const char* format = "%.4g");
 
 class JsonObject {

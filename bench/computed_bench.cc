@@ -1,7 +1,7 @@
 // computed_bench: what remold's computed rule costs and saves, against the
 // application doing the same work itself directly on the backend, with the
 // same client code in the same run. The scaffolding (flags, header,
-// connections, CPU, threads, rounds) is pattern_harness's.
+// connections, CPU, threads, rounds, the insert table) is pattern_harness's.
 //
 //   (a) insert: one comment inserted through remold, which maintains its
 //       post (commentCount: count, lastCommentAt: {max: createdAt}), against
@@ -35,6 +35,7 @@
 #include "failures.h"
 #include "pattern_harness.h"
 #include "timed_rounds.h"
+#include "write_rounds.h"
 
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
@@ -144,25 +145,20 @@ bson_t* comment_bson(int64_t post, int64_t created_ms, int author, int text_len)
 
 // ---- sides and results -----------------------------------------------------------
 
-enum Side { kRemold = 0, kDirect = 1 };
-const char* side_name(int s) { return s == kRemold ? "remold" : "direct"; }
-const char* side_db(int s) { return s == kRemold ? kRuledDb : kDirectDb; }
+const char* side_db(WriteSide s) { return s == WriteSide::remold ? kRuledDb : kDirectDb; }
 
-struct InsertCase {
-  int side = kRemold;
-  int clients = 1;
-  int round = 0;
-  // tally: comments inserted (done; direct: and their post updated), latency
-  // per comment (remold: its insert; direct: insert + update)
-  ThreadsRun run;
-  std::string verify_message;  // empty: verified
-  int64_t ops() const { return run.tally.done; }
-  double rate() const { return run.seconds > 0 ? static_cast<double>(ops()) / run.seconds : 0; }
-  bool ok() const { return run.tally.failures.count == 0 && verify_message.empty(); }
-  std::string failure() const {
-    const Failures& failures = run.tally.failures;
-    return (failures.count ? failures.text("inserts") + "; " : "") + verify_message;
-  }
+// An insert case's tally (write_rounds.h): comments inserted (done; direct:
+// and their post updated), latency per comment (remold: its insert; direct:
+// insert + update).
+const WriteTable kInsertTable{
+    .json_name = "computed_insert",
+    .title = "(a) comment insert with its maintained post: remold (one insert, remold maintains the post)\n"
+             "    vs direct (the application inserts, then updates the post itself)\n",
+    .unit = "comment",
+    .units = "comments",
+    .check_legend =
+        "  check: comments stored = inserts acknowledged, and every post's commentCount and\n"
+        "  lastCommentAt = count and greatest createdAt of its comments, on the backend directly.\n",
 };
 
 // Read sides: the maintained post through remold, the same post directly,
@@ -206,13 +202,12 @@ class ComputedScenario : public PatternScenario {
  private:
   bool run_inserts(Harness& h);
   bool run_reads(Harness& h);
-  void reset(Harness& h, int side, int64_t posts);
-  InsertCase run_insert(Harness& h, int side, int clients, int round, double seconds);
+  void reset(Harness& h, WriteSide side, int64_t posts);
+  WriteCase run_insert(Harness& h, WriteSide side, int clients, int round, double seconds);
   std::string verify_posts(Harness& h, const char* db, int64_t expected_comments,
                            std::optional<int64_t> per_post = std::nullopt);
   ReadRow run_read(Harness& h, int64_t per_post);
   ReadOutcome read(int side, int64_t post);
-  void print_insert_table(const std::vector<InsertCase>& cases) const;
   void print_read_table(const std::vector<ReadRow>& rows) const;
 
   Options opt_;
@@ -278,7 +273,7 @@ void ComputedScenario::describe() const {
 
 // Empties one side's comments and posts (direct deletes) and inserts posts
 // 0..posts-1 directly, with no maintained field.
-void ComputedScenario::reset(Harness& h, int side, int64_t posts) {
+void ComputedScenario::reset(Harness& h, WriteSide side, int64_t posts) {
   mongoc_client_t* direct = h.admin(Via::direct);
   const char* db = side_db(side);
   for (const char* coll : {"comments", "posts"}) delete_all(direct, db, coll);
@@ -363,10 +358,10 @@ std::string ComputedScenario::verify_posts(Harness& h, const char* db, int64_t e
 }
 
 // One closed-loop insert case of `seconds` on a freshly reset side, verified.
-InsertCase ComputedScenario::run_insert(Harness& h, int side, int clients, int round, double seconds) {
+WriteCase ComputedScenario::run_insert(Harness& h, WriteSide side, int clients, int round, double seconds) {
   reset(h, side, opt_.posts);
-  InsertCase result;
-  result.side = side;
+  WriteCase result;
+  result.side = static_cast<int>(side);
   result.clients = clients;
   result.round = round;
   const char* db = side_db(side);
@@ -381,7 +376,7 @@ InsertCase ComputedScenario::run_insert(Harness& h, int side, int clients, int r
       BsonPtr doc(comment_bson(post, created, static_cast<int>(rng() % 50),
                                40 + static_cast<int>(rng() % 120)));
       BsonPtr selector, update;
-      if (side == kDirect) {
+      if (side == WriteSide::direct) {
         selector.reset(BCON_NEW("_id", BCON_INT64(post)));
         update.reset(BCON_NEW("$inc", "{", "commentCount", BCON_INT32(1), "}",
                               "$max", "{", "lastCommentAt", BCON_DATE_TIME(created), "}"));
@@ -389,7 +384,7 @@ InsertCase ComputedScenario::run_insert(Harness& h, int side, int clients, int r
       bson_error_t error;
       const auto start = Clock::now();
       bool ok = mongoc_collection_insert_one(comments.get(), doc.get(), nullptr, nullptr, &error);
-      if (ok && side == kDirect) {
+      if (ok && side == WriteSide::direct) {
         bson_t reply;
         ok = mongoc_collection_update_one(posts.get(), selector.get(), update.get(), nullptr,
                                           &reply, &error);
@@ -410,7 +405,7 @@ InsertCase ComputedScenario::run_insert(Harness& h, int side, int clients, int r
       return true;
     };
   };
-  const Via via = side == kRemold ? Via::remold : Via::direct;
+  const Via via = side == WriteSide::remold ? Via::remold : Via::direct;
   result.run = run_client_threads(h.connect(via, clients), h.cpu(), seconds, prepare);
   result.verify_message = verify_posts(h, db, result.ops());
   return result;
@@ -462,7 +457,7 @@ ReadRow ComputedScenario::run_read(Harness& h, int64_t per_post) {
   ReadRow row;
   row.per_post = per_post;
   row.posts = opt_.read_posts;
-  reset(h, kRemold, opt_.read_posts);
+  reset(h, WriteSide::remold, opt_.read_posts);
   // The index an application running the aggregate would have.
   command(h.admin(Via::direct), kRuledDb,
           json(R"({"createIndexes": "comments", "indexes": [{"key": {"postId": 1}, "name": "postId_1"}]})").get(),
@@ -531,105 +526,6 @@ ReadRow ComputedScenario::run_read(Harness& h, int64_t per_post) {
 
 // ---- tables ----------------------------------------------------------------------
 
-// CPU seconds per operation as microseconds, -1 (unknown) kept; in a table
-// as a whole number, "?" when unknown.
-double us_of(double seconds) { return seconds >= 0 ? seconds * 1e6 : -1; }
-std::string cpu_us(double seconds) { return fixed_or_unknown(us_of(seconds), 0); }
-
-void ComputedScenario::print_insert_table(const std::vector<InsertCase>& cases) const {
-  std::printf("\n(a) comment insert with its maintained post: remold (one insert, remold maintains the post)\n"
-              "    vs direct (the application inserts, then updates the post itself)\n");
-  std::printf("%7s %12s %12s %6s %13s %18s %18s %12s %14s %16s %8s %s\n", "clients", "remold op/s",
-              "direct op/s", "ratio", "round range", "remold p50/p99 ms", "direct p50/p99 ms",
-              "p50 p99 R/D", "rm cpu us/op", "be cpu us/op R/D", "ops R/D", "check");
-  std::vector<JsonObject> json_rows;
-  for (int clients : opt_.clients) {
-    std::vector<const InsertCase*> side_cases[2];
-    for (const auto& c : cases)
-      if (c.clients == clients) side_cases[c.side].push_back(&c);
-    if (side_cases[kRemold].empty() || side_cases[kDirect].empty()) continue;
-    std::vector<double> ms[2], rates[2];
-    int64_t ops[2] = {0, 0};
-    uint64_t errors = 0;
-    double cpu_r[2] = {0, 0}, cpu_b[2] = {0, 0};
-    bool known_r = true, known_b = true;
-    std::string check;
-    for (int side : {kRemold, kDirect}) {
-      for (const auto* c : side_cases[side]) {
-        ms[side].insert(ms[side].end(), c->run.tally.ms.begin(), c->run.tally.ms.end());
-        rates[side].push_back(c->rate());
-        ops[side] += c->ops();
-        errors += c->run.tally.failures.count;
-        known_r = known_r && c->run.cpu.remold >= 0;
-        known_b = known_b && c->run.cpu.backend >= 0;
-        cpu_r[side] += c->run.cpu.remold;
-        cpu_b[side] += c->run.cpu.backend;
-        if (!c->ok() && check.empty())
-          check = std::string("FAILED ") + side_name(side) + " round " + std::to_string(c->round) +
-                  ": " + c->failure();
-      }
-    }
-    if (check.empty()) check = "verified";
-    const auto range = ratio_range(rates[kRemold], rates[kDirect]);
-    const double rate_r = median(rates[kRemold]), rate_d = median(rates[kDirect]);
-    char range_text[32] = "-";
-    if (range) std::snprintf(range_text, sizeof range_text, "%.2f-%.2f", range->first, range->second);
-    auto per_op = [&](double cpu, int side) {
-      return ops[side] > 0 ? cpu / static_cast<double>(ops[side]) : -1;
-    };
-    const double rm = known_r ? per_op(cpu_r[kRemold], kRemold) : -1;
-    const double be_r = known_b ? per_op(cpu_b[kRemold], kRemold) : -1;
-    const double be_d = known_b ? per_op(cpu_b[kDirect], kDirect) : -1;
-    const double p50[2] = {percentile(ms[0], 0.5), percentile(ms[1], 0.5)};
-    const double p99[2] = {percentile(ms[0], 0.99), percentile(ms[1], 0.99)};
-    const std::string lat_ratio = ratio_text(p50[0], p50[1]) + " " + ratio_text(p99[0], p99[1]);
-    const std::string be = cpu_us(be_r) + "/" + cpu_us(be_d);
-    const std::string nops = std::to_string(ops[kRemold]) + "/" + std::to_string(ops[kDirect]);
-    std::printf("%7d %12.0f %12.0f %6.2f %13s %18s %18s %12s %14s %16s %8s %s\n", clients, rate_r,
-                rate_d, rate_d > 0 ? rate_r / rate_d : 0, range_text, ms_pair(ms[kRemold]).c_str(),
-                ms_pair(ms[kDirect]).c_str(), lat_ratio.c_str(), cpu_us(rm).c_str(), be.c_str(),
-                nops.c_str(), check.c_str());
-    std::string rounds = "[";
-    for (size_t i = 0; i < rates[kRemold].size() && i < rates[kDirect].size(); ++i)
-      rounds += (i ? "," : "") + JsonObject()
-                                     .raw("remold", number_or_null(rates[kRemold][i], "%.1f"))
-                                     .raw("direct", number_or_null(rates[kDirect][i], "%.1f"))
-                                     .str();
-    rounds += "]";
-    json_rows.push_back(JsonObject()
-        .add("bench", "computed_insert").add("clients", clients)
-        .raw("remold_ops_per_s", number_or_null(rate_r, "%.1f"))
-        .raw("direct_ops_per_s", number_or_null(rate_d, "%.1f"))
-        .raw("ratio", number_or_null(rate_d > 0 ? rate_r / rate_d : -1))
-        .raw("round_ratio_min", number_or_null(range ? range->first : -1))
-        .raw("round_ratio_max", number_or_null(range ? range->second : -1))
-        .raw("remold_p50_ms", number_or_null(p50[0])).raw("remold_p99_ms", number_or_null(p99[0]))
-        .raw("direct_p50_ms", number_or_null(p50[1])).raw("direct_p99_ms", number_or_null(p99[1]))
-        .raw("rounds", rounds)
-        .raw("cpu_us_per_op",
-             JsonObject()
-                 .raw("remold_side", JsonObject()
-                                         .raw("remold", number_or_null(us_of(rm)))
-                                         .raw("backend", number_or_null(us_of(be_r)))
-                                         .str())
-                 .raw("direct_side", JsonObject().raw("backend", number_or_null(us_of(be_d))).str())
-                 .str())
-        .raw("ops", JsonObject().add("remold", ops[kRemold]).add("direct", ops[kDirect]).str())
-        .add("errors", errors).add("ok", check == "verified").add("check", check)
-        .add("cores", usable_cores()));
-  }
-  std::printf(
-      "\n  op/s = comments per second (median of the rounds), both writes done for direct;\n"
-      "  ratio = remold / direct (above 1: remold is faster), round range = that ratio in single\n"
-      "  rounds (wide: noisy machine). p50/p99 ms = latency of one comment, every round's samples\n"
-      "  together; p50 p99 R/D = remold's percentile / direct's (below 1: remold is faster).\n"
-      "  rm cpu / be cpu = CPU microseconds of remold / the backend per comment (? = pid not given).\n"
-      "  check: comments stored = inserts acknowledged, and every post's commentCount and\n"
-      "  lastCommentAt = count and greatest createdAt of its comments, on the backend directly.\n");
-  for (const auto& row : json_rows) print_bench_json(row);
-  std::fflush(stdout);
-}
-
 void ComputedScenario::print_read_table(const std::vector<ReadRow>& rows) const {
   std::printf("\n(b) a post with its comment count: findOne of the maintained post (via remold, direct)\n"
               "    vs the aggregate over its comments (direct)\n");
@@ -692,37 +588,11 @@ void ComputedScenario::print_read_table(const std::vector<ReadRow>& rows) const 
 // ---- the run ---------------------------------------------------------------------
 
 bool ComputedScenario::run_inserts(Harness& h) {
-  bool all_ok = true;
-  if (opt_.warmup > 0) {
-    int64_t n = 0;
-    for (int side : {kRemold, kDirect}) {
-      InsertCase w = run_insert(h, side, 1, -1, opt_.warmup);
-      n += w.ops();
-      if (!w.ok()) {
-        std::printf("warm-up on %s FAILED: %s\n", side_name(side), w.failure().c_str());
-        all_ok = false;
-      }
-    }
-    std::printf("warm-up: %lld untimed inserts\n", static_cast<long long>(n));
-  }
-  // Per client count, remold and direct back to back, in ABBA order.
-  std::vector<std::vector<size_t>> groups;  // case k: clients[k / 2], side k % 2
-  for (size_t k = 0; k < opt_.clients.size(); ++k) groups.push_back({2 * k + kRemold, 2 * k + kDirect});
-  std::vector<InsertCase> cases;
-  for (int round = 0; round < opt_.rounds; ++round) {
-    for (const size_t k : abba_round(groups, round)) {
-      const int side = static_cast<int>(k % 2), clients = opt_.clients[k / 2];
-      cases.push_back(run_insert(h, side, clients, round, opt_.seconds));
-      const InsertCase& c = cases.back();
-      std::printf("  round %d, %d clients, %-6s: %lld comments in %.2f s = %.0f/s, p50 %.2f ms%s%s\n",
-                  round, clients, side_name(side), static_cast<long long>(c.ops()), c.run.seconds,
-                  c.rate(), percentile(c.run.tally.ms, 0.5), c.ok() ? "" : "; FAILED: ", c.ok() ? "" : c.failure().c_str());
-      std::fflush(stdout);
-      all_ok = all_ok && c.ok();
-    }
-  }
-  print_insert_table(cases);
-  return all_ok;
+  const WriteSchedule schedule{
+      .clients = opt_.clients, .rounds = opt_.rounds, .seconds = opt_.seconds, .warmup = opt_.warmup};
+  return run_write_rounds(schedule, kInsertTable, [&](WriteSide side, int clients, int round, double seconds) {
+    return run_insert(h, side, clients, round, seconds);
+  });
 }
 
 bool ComputedScenario::run_reads(Harness& h) {

@@ -50,6 +50,7 @@
 #include "failures.h"
 #include "pattern_harness.h"
 #include "timed_rounds.h"
+#include "write_rounds.h"
 
 #include <bson/bson.h>
 #include <mongoc/mongoc.h>
@@ -382,21 +383,6 @@ struct Inserted {
   int64_t customer = 0;
 };
 
-struct InsertCase {
-  int side = kInsRemold;
-  int clients = 1;
-  int round = 0;
-  ThreadsRun run;  // tally: orders acknowledged, latency per order (read+insert: both)
-  std::string verify_message;
-  int64_t ops() const { return run.tally.done; }
-  double rate() const { return run.seconds > 0 ? static_cast<double>(ops()) / run.seconds : 0; }
-  bool ok() const { return run.tally.failures.count == 0 && verify_message.empty(); }
-  std::string failure() const {
-    const Failures& failures = run.tally.failures;
-    return (failures.count ? failures.text("inserts") + "; " : "") + verify_message;
-  }
-};
-
 enum FanSide { kFanRemold = 0, kFanDirect = 1 };
 const char* fan_side_name(int s) { return s == kFanRemold ? "remold" : "direct"; }
 
@@ -440,12 +426,12 @@ class ExtendedReferenceScenario : public PatternScenario {
   bool run_reads(Harness& h);
   OrderRead read(int side, int64_t order, bool keep);
   bool run_inserts(Harness& h);
-  InsertCase run_insert(Harness& h, int side, int clients, int round, double seconds);
+  WriteCase run_insert(Harness& h, int side, int clients, int round, double seconds);
   bool run_fanouts(Harness& h);
   FanRow run_fanout(Harness& h, size_t cell);
   bool final_check(Harness& h);
   void print_read_table(const ReadRow& r) const;
-  void print_insert_table(const std::vector<InsertCase>& cases) const;
+  void print_insert_table(const std::vector<WriteCase>& cases) const;
   void print_fanout_table(const std::vector<FanRow>& rows) const;
 
   Options opt_;
@@ -828,9 +814,9 @@ bool ExtendedReferenceScenario::run_reads(Harness& h) {
 
 // One closed-loop insert case of `seconds` (round -1: warm-up), verified:
 // the orders it inserted, and the count of the side's orders.
-InsertCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int clients, int round, double seconds) {
+WriteCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int clients, int round, double seconds) {
   const char* db = insert_side_db(side);
-  InsertCase result;
+  WriteCase result;
   result.side = side;
   result.clients = clients;
   result.round = round;
@@ -910,40 +896,20 @@ InsertCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int clien
   return result;
 }
 
+// An insert case's tally (write_rounds.h): orders acknowledged, latency per
+// order (read+insert: both calls).
 bool ExtendedReferenceScenario::run_inserts(Harness& h) {
-  bool all_ok = true;
   std::printf("\n");
-  if (opt_.warmup > 0) {
-    int64_t n = 0;
-    for (int side = 0; side < kInsertSides; ++side) {
-      InsertCase w = run_insert(h, side, 1, -1, opt_.warmup);
-      n += w.ops();
-      if (!w.ok()) {
-        std::printf("warm-up on %s FAILED: %s\n", insert_side_name(side), w.failure().c_str());
-        all_ok = false;
-      }
-    }
-    std::printf("warm-up: %lld untimed inserts\n", static_cast<long long>(n));
-  }
-  // Per client count, the three sides back to back, the order swapping.
-  std::vector<std::vector<size_t>> groups;  // case k: clients[k / 3], side k % 3
-  for (size_t k = 0; k < opt_.clients.size(); ++k)
-    groups.push_back({3 * k + kInsRemold, 3 * k + kInsDirect, 3 * k + kInsCopy});
-  std::vector<InsertCase> cases;
-  for (int round = 0; round < opt_.rounds; ++round) {
-    for (const size_t k : abba_round(groups, round)) {
-      const int side = static_cast<int>(k % 3), clients = opt_.clients[k / 3];
-      cases.push_back(run_insert(h, side, clients, round, opt_.seconds));
-      const InsertCase& c = cases.back();
-      std::printf("  round %d, %d clients, %-11s: %lld orders in %.2f s = %.0f/s, p50 %.2f ms%s%s\n", round, clients,
-                  insert_side_name(side), static_cast<long long>(c.ops()), c.run.seconds, c.rate(),
-                  percentile(c.run.tally.ms, 0.5), c.ok() ? "" : "; FAILED: ", c.ok() ? "" : c.failure().c_str());
-      std::fflush(stdout);
-      all_ok = all_ok && c.ok();
-    }
-  }
-  print_insert_table(cases);
-  return all_ok;
+  const WriteSchedule schedule{
+      .clients = opt_.clients, .rounds = opt_.rounds, .seconds = opt_.seconds, .warmup = opt_.warmup};
+  std::vector<const char*> sides;
+  for (int side = 0; side < kInsertSides; ++side) sides.push_back(insert_side_name(side));
+  const WriteRounds rounds =
+      run_write_cases(schedule, sides, "orders", [&](int side, int clients, int round, double seconds) {
+        return run_insert(h, side, clients, round, seconds);
+      });
+  print_insert_table(rounds.cases);
+  return rounds.ok;
 }
 
 // ---- (c) fan-out -------------------------------------------------------------------
@@ -1076,10 +1042,6 @@ bool ExtendedReferenceScenario::final_check(Harness& h) {
 
 // ---- tables ----------------------------------------------------------------------
 
-// CPU seconds per operation as microseconds, -1 (unknown) kept; in a table
-// as a whole number, "?" when unknown.
-double us_of(double seconds) { return seconds >= 0 ? seconds * 1e6 : -1; }
-std::string cpu_us(double seconds) { return fixed_or_unknown(us_of(seconds), 0); }
 std::string ratio_json(double a, double b) { return number_or_null(a > 0 && b > 0 ? a / b : -1); }
 // A difference, negative by noise: null only when not finite.
 std::string signed_json(double value) {
@@ -1145,7 +1107,7 @@ void ExtendedReferenceScenario::print_read_table(const ReadRow& r) const {
   std::fflush(stdout);
 }
 
-void ExtendedReferenceScenario::print_insert_table(const std::vector<InsertCase>& cases) const {
+void ExtendedReferenceScenario::print_insert_table(const std::vector<WriteCase>& cases) const {
   std::printf("\n(b) order insert: remold (one insert; remold reads the customer, inserts the order with the\n"
               "    copy, reads the customer again) vs direct (the order alone) and read+insert (the\n"
               "    application's findOne of the customer, then the order with the copy)\n");
@@ -1154,7 +1116,7 @@ void ExtendedReferenceScenario::print_insert_table(const std::vector<InsertCase>
               "r+i p50/p99 ms", "p50 p99 R/D", "p50 p99 R/RI", "rm cpu", "be cpu us R/D/RI", "ops R/D/RI", "check");
   std::vector<JsonObject> json_rows;
   for (int clients : opt_.clients) {
-    std::vector<const InsertCase*> side_cases[kInsertSides];
+    std::vector<const WriteCase*> side_cases[kInsertSides];
     for (const auto& c : cases)
       if (c.clients == clients) side_cases[c.side].push_back(&c);
     if (side_cases[kInsRemold].empty() || side_cases[kInsDirect].empty() || side_cases[kInsCopy].empty()) continue;

@@ -1,0 +1,86 @@
+// write_rounds: a pattern bench's closed-loop writes, remold against the
+// application's own writes sent directly (one way or more), timed in rounds
+// per client count, and the table and "BENCH_JSON {...}" rows of remold
+// against one direct side. The bench states only how one case runs (its
+// data, its operation, its check) and the words of its table.
+//
+// Contract:
+//   - run_write_cases() first runs one untimed case of `warmup` seconds per
+//     side with 1 client (round -1; skipped when warmup is 0) and prints
+//     "warm-up: N untimed inserts"; then `rounds` rounds, each of one case
+//     per client count and side, the sides of a client count back to back
+//     in the order abba_round() gives, of `seconds` each, printing one line
+//     per case. Its `ok` is true when every case, the warm-up's included,
+//     ran without a failure and passed its check.
+//   - run_write_rounds() is run_write_cases() of two sides, remold then
+//     direct (WriteCase::side is a WriteSide), followed by the table.
+//   - A case (run_case) runs on a side made fresh for it and is verified
+//     after it: WriteCase.run is its client threads' run (done = writes
+//     acknowledged, ms = latency per unit), verify_message is empty when its
+//     check passed.
+//   - The table has one row per client count that has cases of both sides:
+//     median op/s of the rounds per side, their ratio and its range over
+//     single rounds, p50/p99 of every round's samples together, remold's
+//     and the backend's CPU per operation (? when a pid was not given), the
+//     ops per side, and "verified" or the first failed case. Then the legend
+//     (its unit nouns and the bench's check lines) and one BENCH_JSON line
+//     per row, named WriteTable.json_name.
+#pragma once
+
+#include "client_threads.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench_common {
+
+struct WriteCase {
+  int side = 0;  // index in the sides of its rounds
+  int clients = 1;
+  int round = 0;
+  ThreadsRun run;
+  std::string verify_message;  // empty: verified
+
+  int64_t ops() const { return run.tally.done; }
+  double rate() const { return run.seconds > 0 ? static_cast<double>(ops()) / run.seconds : 0; }
+  bool ok() const { return run.tally.failures.count == 0 && verify_message.empty(); }
+  std::string failure() const;
+};
+
+struct WriteSchedule {
+  std::vector<int> clients;
+  int rounds = 1;
+  double seconds = 0;  // timed, per case
+  double warmup = 0;   // untimed, per side, before the first round
+};
+
+// The words of one bench's write table.
+struct WriteTable {
+  const char* json_name;    // "computed_insert": the BENCH_JSON rows' "bench"
+  const char* title;        // the lines above the table, each ending in '\n'
+  const char* unit;         // "comment": what one operation writes
+  const char* units;        // "comments"
+  const char* check_legend; // the legend's lines on the check, each "  ...\n"
+};
+
+using RunWriteCase = std::function<WriteCase(int side, int clients, int round, double seconds)>;
+
+struct WriteRounds {
+  std::vector<WriteCase> cases;  // the timed ones, in the order they ran
+  bool ok = true;
+};
+
+WriteRounds run_write_cases(const WriteSchedule& schedule, const std::vector<const char*>& side_names,
+                            const char* units, const RunWriteCase& run_case);
+
+enum class WriteSide { remold = 0, direct = 1 };
+
+bool run_write_rounds(const WriteSchedule& schedule, const WriteTable& table,
+                      const std::function<WriteCase(WriteSide side, int clients, int round, double seconds)>& run_case);
+
+void print_write_table(const std::vector<WriteCase>& cases, const std::vector<int>& clients,
+                       const WriteTable& table);
+
+}  // namespace bench_common
