@@ -36,11 +36,18 @@ inline std::string_view PatternName(const PatternRule& rule) {
   return std::visit([](const auto& p) { return p.kName; }, rule);
 }
 
-// A pattern's name in a sentence, with its article: "a bucket rule", "an
-// extended reference rule" (for kName "extended_reference").
-inline std::string ARuleOf(std::string_view pattern) {
+// A pattern's name in a sentence: "extended reference" for kName
+// "extended_reference".
+inline std::string PatternWords(std::string_view pattern) {
   std::string words(pattern);
   std::replace(words.begin(), words.end(), '_', ' ');
+  return words;
+}
+
+// The same with its article and "rule": "a bucket rule", "an extended
+// reference rule".
+inline std::string ARuleOf(std::string_view pattern) {
+  const std::string words = PatternWords(pattern);
   const bool vowel = !words.empty() && std::string_view("aeiou").find(words[0]) != std::string_view::npos;
   return (vowel ? "an " : "a ") + words + " rule";
 }

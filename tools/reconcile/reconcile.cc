@@ -1,6 +1,5 @@
 #include "tools/reconcile/reconcile.h"
 
-#include <algorithm>
 #include <optional>
 #include <ostream>
 
@@ -45,13 +44,6 @@ Options ParseOptions(const std::vector<std::string>& args) {
   return options;
 }
 
-// "an attribute rule", "a versioned over attribute rule".
-std::string RuleKind(const Rule& rule) {
-  const std::string name = rule.pattern_name();
-  const bool vowel = std::string_view("aeiou").find(name.front()) != std::string_view::npos;
-  return std::string(vowel ? "an " : "a ") + name + " rule";
-}
-
 // Whether `rule` maintains values or copies that reconciliation checks.
 bool Reconciled(const Rule& rule) {
   for (const PatternRule* layer : rule.layers())
@@ -65,9 +57,7 @@ std::string ReconciledKinds(const std::string& last = "and") {
   const std::vector<std::string> names = ReconciledPatterns();
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
-    std::string words = names[i];
-    std::replace(words.begin(), words.end(), '_', ' ');
-    out += (i == 0 ? "" : i + 1 == names.size() ? " " + last + " " : ", ") + words;
+    out += (i == 0 ? "" : i + 1 == names.size() ? " " + last + " " : ", ") + PatternWords(names[i]);
   }
   return out;
 }
@@ -88,7 +78,7 @@ std::vector<const Rule*> SelectRules(const RuleSet& rules, const std::optional<s
   for (const Rule& rule : rules.rules()) {
     if (name && rule.name != *name) continue;
     if (name && !Reconciled(rule))
-      throw UsageError("rule '" + *name + "' (" + rule.source + ") is " + RuleKind(rule) +
+      throw UsageError("rule '" + *name + "' (" + rule.source + ") is " + ARuleOf(rule.pattern_name()) +
                        "; only " + ReconciledKinds() + " rules are reconciled (those rules: " +
                        ReconciledRuleNames(rules) + ")");
     if (Reconciled(rule)) selected.push_back(&rule);
