@@ -262,6 +262,8 @@ ServerOptions ServeRun::MakeServerOptions() {
   options.slow_operation = config_.slow_op;
   options.client_compression = config_.client_compression;
   options.topology = topology_;
+  options.pool.max_per_member = static_cast<size_t>(config_.backend_pool_size);
+  options.pool.wait_timeout = config_.backend.wait_queue_timeout;
   // Limits and TLS: proxy/connection_policy.h.
   options.policy.limits.max_connections = config_.max_connections;
   options.policy.limits.max_message_size = config_.max_message_size;

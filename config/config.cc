@@ -22,7 +22,7 @@ struct Setting {
   std::string_view help;
 };
 
-constexpr std::array<Setting, 20> kSettings = {{
+constexpr std::array<Setting, 21> kSettings = {{
     {"listen", "--listen", "HOST:PORT   address to accept clients on (default 127.0.0.1:27018)"},
     {"backend", "--backend", "URI         backend, mongodb://host[:port][,...][?options] (required)"},
     {"backend_credentials", "--backend-credentials", "FILE  remold's own user on the backend (YAML; see docs/operations.md)"},
@@ -36,6 +36,7 @@ constexpr std::array<Setting, 20> kSettings = {{
     {"metrics_listen", "--metrics-listen", "HOST:PORT  serve /metrics, /healthz and /readyz over HTTP"},
     {"log_format", "--log-format", "FORMAT   text (default) or json, one object per line"},
     {"slow_op_ms", "--slow-op-ms", "MS         log operations slower than this (default 0: off)"},
+    {"backend_pool_size", "--backend-pool-size", "N  share at most N backend connections per member between all clients (default 0: one per client; docs/operations.md)"},
     {"max_connections", "--max-connections", "N     most client connections at once (default 4096; 0: no limit)"},
     {"max_message_size", "--max-message-size", "BYTES  largest client message accepted (default and most 48000000)"},
     {"idle_timeout_ms", "--idle-timeout-ms", "MS    close client connections idle this long (default 0: never)"},
@@ -102,6 +103,8 @@ void Apply(Config& config, std::string_view key, const std::string& value, std::
     config.log_format = value;
   } else if (key == "slow_op_ms") {
     config.slow_op = std::chrono::milliseconds(ParsePositiveInt(value, name));
+  } else if (key == "backend_pool_size") {
+    config.backend_pool_size = ParsePositiveInt(value, name);
   } else if (key == "max_connections") {
     config.max_connections = ParsePositiveInt(value, name);
   } else if (key == "max_message_size") {

@@ -48,6 +48,9 @@ struct Config {
   // Limits. A client past one gets a MongoDB error or a clean close; the
   // others never notice.
   int max_connections = 4096;                 // 0: unlimited
+  // Pooled mode (proxy/backend_pool.h): at most this many backend
+  // connections per member, shared by all clients; 0: one per client.
+  int backend_pool_size = 0;
   int32_t max_message_size = 48'000'000;      // bytes, at most the wire limit
   std::chrono::milliseconds idle_timeout{0};  // 0: connections may idle forever
 

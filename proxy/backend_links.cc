@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "proxy/backend_connector.h"
+#include "proxy/wire/login_identity.h"
 #include "proxy/wire/reply_errors.h"
 
 namespace remold {
@@ -30,6 +31,8 @@ uint32_t Scramble(uint64_t x) {
 
 BackendLinks::BackendLinks(Shared shared, uint64_t session_id)
     : shared_(shared), session_id_(session_id), random_(Scramble(session_id)) {}
+
+BackendLinks::~BackendLinks() { DiscardHeld(); }
 
 const TopologyView* BackendLinks::view() {
   if (!shared_.topology) return nullptr;
@@ -95,7 +98,9 @@ bool BackendLinks::DropIfClosedWhileIdle(std::vector<Link>::iterator link,
 }
 
 bool BackendLinks::CredentialsLostWhileIdle() {
-  if (!authenticated_) return false;
+  // Pooled: nothing is held between requests but by a pin, and the pool
+  // checks its idle connections.
+  if (!authenticated_ || pooled()) return false;
   auto link = std::find_if(links_.begin(), links_.end(),
                            [this](const Link& l) { return l.address == *authenticated_; });
   return link != links_.end() && DropIfClosedWhileIdle(link, std::chrono::steady_clock::now());
@@ -118,6 +123,7 @@ BackendLinks::Found BackendLinks::UseOpenLink(const std::string& address, Member
 
 bool BackendLinks::UseOpen(const std::optional<RequestRoute>& route) {
   if (must_end_) return false;
+  if (pooled()) return UseOpenPooled(route);
   if (!shared_.topology) {
     if (!current_) return false;
     const Found found = UseOpenLink(kDirectAddress, MemberKind::kUnknown);
@@ -135,6 +141,7 @@ bool BackendLinks::UseOpen(const std::optional<RequestRoute>& route) {
 awaitable<BackendLinks::Choice> BackendLinks::Use(const std::optional<RequestRoute>& route) {
   using Clock = std::chrono::steady_clock;
   if (must_end_) co_return Choice::kLost;
+  if (pooled()) co_return co_await UsePooled(route);
   if (!shared_.topology) {
     if (authenticated_) co_return Choice::kLost;  // its credentials went with the old connection
     const bool connected = co_await ConnectDirect();
@@ -214,6 +221,7 @@ awaitable<bool> BackendLinks::ConnectDirect() {
 
 void BackendLinks::NoteReply(const RequestRoute& route, std::span<const uint8_t> reply_document,
                              const std::optional<wire::ReplyErrors>& errors) {
+  if (pooled()) NotePooledReply(route, reply_document, errors);
   if (current_address_.empty() || !errors) return;
   if (errors->failed) {
     if (errors->code && IsNotPrimaryCode(*errors->code)) ReportFormerPrimary();
@@ -231,8 +239,32 @@ void BackendLinks::NoteReply(const RequestRoute& route, std::span<const uint8_t>
     shared_.pins->transactions.Pin(route.transaction, current_address_);
 }
 
-void BackendLinks::NoteSending(bool authenticates) {
-  if (authenticates && !authenticated_) authenticated_ = current_address_;
+void BackendLinks::NoteSending(const wire::Request& request, const std::optional<RequestRoute>& route,
+                               bool authenticates) {
+  if (!pooled()) {
+    if (authenticates && !authenticated_) authenticated_ = current_address_;
+    return;
+  }
+  // A pooled connection never takes a client's speculativeAuthenticate
+  // (wire::SharedLinkHello): the driver logs in with saslStart after.
+  if (request.is_handshake) return;
+  transaction_.clear();
+  ends_transaction_ = false;
+  if (route && !route->transaction.empty()) {
+    transaction_ = route->transaction;
+    ends_transaction_ = EndsTransaction(request);
+    if (route->starts_transaction) shared_.pool->CountPin(PinReason::kTransaction);
+  }
+  if (authenticates) {
+    if (!authenticated_) authenticated_ = current_address_;  // the member of the client's login
+    if (request.command == "saslContinue") return;
+    login_ = wire::LoginIdentity(request.command_document);
+    login_ends_on_ok_ = request.command == "authenticate";
+    // A login remold cannot key keeps its connection for good.
+    Pin(login_ ? PinReason::kAuthentication : PinReason::kConnection);
+    return;
+  }
+  if (IsConnectionScoped(request)) Pin(PinReason::kConnection);
 }
 
 bool BackendLinks::AnsweredAsFormerPrimary(const std::optional<RequestRoute>& route,
@@ -248,6 +280,7 @@ void BackendLinks::ReportFormerPrimary() {
 }
 
 const BackendLinks::Link* BackendLinks::CurrentLink() const {
+  if (held_) return held_.get();
   for (const Link& link : links_)
     if (link.stream.get() == current_) return &link;
   return nullptr;
@@ -263,7 +296,7 @@ bool BackendLinks::needs_compression_offer() const {
 }
 
 std::optional<wire::Compressor> BackendLinks::compressor() const {
-  if (!any_compressor_) return std::nullopt;  // no search on the common path
+  if (!any_compressor_ && !held_) return std::nullopt;  // no search on the common path
   const Link* link = CurrentLink();
   return link ? link->compressor : std::nullopt;
 }
@@ -290,6 +323,224 @@ void BackendLinks::DropLinks(const std::function<bool(const Link&)>& superseded)
 
 void BackendLinks::CloseAll() {
   for (Link& link : links_) link.stream->Close();
+  if (held_) held_->stream->Close();
+}
+
+void BackendLinks::DiscardHeld() {
+  if (!pooled()) return;
+  for (const auto& [cursor, serial] : cursor_links_) shared_.pool->DropAffinity(serial);
+  cursor_links_.clear();
+  // Transactions this client left open: their connections serve again.
+  for (const std::string& transaction : parked_) shared_.pool->Unpark(transaction);
+  parked_.clear();
+  if (!held_) return;
+  current_ = nullptr;
+  current_address_.clear();
+  shared_.pool->Discard(std::move(held_));
+}
+
+// Pooled mode.
+
+const std::string& BackendLinks::IdentityFor(const std::optional<RequestRoute>& route) const {
+  static const std::string kNobody;
+  // A hello needs no privilege: any connection answers it (its
+  // speculativeAuthenticate never reaches a pooled one).
+  if (route && route->kind == RequestRoute::Kind::kHandshake) return BackendPool::kAnyone;
+  // A login borrows an unauthenticated connection, which then carries it.
+  return route && route->authenticates ? kNobody : identity_;
+}
+
+std::optional<uint64_t> BackendLinks::SerialFor(const std::optional<RequestRoute>& route) const {
+  if (!route) return std::nullopt;
+  if (route->kind == RequestRoute::Kind::kCursor) {
+    auto pinned = cursor_links_.find(route->cursor_id);
+    if (pinned != cursor_links_.end()) return pinned->second;
+  }
+  return std::nullopt;
+}
+
+void BackendLinks::PinCursor(int64_t cursor, uint64_t serial) {
+  auto [it, added] = cursor_links_.try_emplace(cursor, serial);
+  if (!added) {
+    if (it->second == serial) return;
+    shared_.pool->DropAffinity(it->second);
+    it->second = serial;
+  }
+  shared_.pool->HoldAffinity(serial);
+}
+
+void BackendLinks::UnpinCursor(int64_t cursor) {
+  auto it = cursor_links_.find(cursor);
+  if (it == cursor_links_.end()) return;
+  shared_.pool->DropAffinity(it->second);
+  cursor_links_.erase(it);
+}
+
+void BackendLinks::Hold(std::unique_ptr<BackendLink> link, MemberKind kind) {
+  spdlog::trace("session {}: pooled connection #{} ({})", session_id_, link->serial,
+                link->identity.empty() ? "no login" : "logged in");
+  held_ = std::move(link);
+  current_ = held_->stream.get();
+  current_address_ = held_->address;
+  current_kind_ = kind;
+}
+
+void BackendLinks::Pin(PinReason reason) {
+  if (pin_ == reason) return;
+  pin_ = reason;
+  shared_.pool->CountPin(reason);
+}
+
+void BackendLinks::NoteExhaust() {
+  if (pooled()) shared_.pool->CountPin(PinReason::kExhaust);
+}
+
+bool BackendLinks::UseParked(const std::optional<RequestRoute>& route) {
+  if (!route || route->transaction.empty()) return false;
+  std::unique_ptr<BackendLink> parked = shared_.pool->TakeParked(route->transaction);
+  if (!parked) return false;
+  parked_.erase(route->transaction);
+  const MemberKind kind = current_kind_;
+  Hold(std::move(parked), kind);
+  return true;
+}
+
+bool BackendLinks::UseOpenPooled(const std::optional<RequestRoute>& route) {
+  if (held_) return true;  // pinned: every request goes there
+  if (UseParked(route)) return true;
+  const Member* member = nullptr;
+  if (shared_.topology) {
+    member = Choose(*view(), *route);
+    if (!member) return false;
+  }
+  const std::string& address = member ? member->address : kDirectAddress;
+  BackendPool::Grant grant = shared_.pool->TryTake(address, IdentityFor(route), SerialFor(route), false);
+  if (grant.outcome != BackendPool::Outcome::kTaken) return false;
+  Hold(std::move(grant.link), member ? member->kind : MemberKind::kUnknown);
+  return true;
+}
+
+awaitable<BackendLinks::Choice> BackendLinks::UsePooled(const std::optional<RequestRoute>& route) {
+  using Clock = std::chrono::steady_clock;
+  if (held_ || UseParked(route)) co_return Choice::kReady;
+  std::optional<Clock::time_point> deadline;  // set once the first choice fails
+  for (;;) {
+    std::shared_ptr<const TopologyView> held_view;  // keeps `member` valid
+    const Member* member = nullptr;
+    bool direct = !shared_.topology;
+    if (shared_.topology) {
+      view();
+      held_view = view_;
+      member = Choose(*held_view, *route);
+      if (must_end_) co_return Choice::kLost;
+      // No server answers the monitor: as directConnection=true would.
+      direct = !member && held_view->scanned &&
+               std::none_of(held_view->members.begin(), held_view->members.end(),
+                            [](const Member& m) { return m.kind != MemberKind::kUnknown; });
+    }
+    if (member || direct) {
+      const std::string address = member ? member->address : kDirectAddress;
+      const MemberKind kind = member ? member->kind : MemberKind::kUnknown;
+      const std::optional<HostAndPort> host = member ? std::optional<HostAndPort>(member->host) : std::nullopt;
+      const std::optional<uint64_t> serial = SerialFor(route);
+      BackendPool::Grant grant = co_await shared_.pool->Take(address, IdentityFor(route), serial);
+      switch (grant.outcome) {
+        case BackendPool::Outcome::kTaken:
+          Hold(std::move(grant.link), kind);
+          co_return Choice::kReady;
+        case BackendPool::Outcome::kOpen: {
+          // One co_await per statement (g++ 12).
+          std::unique_ptr<MessageStream> stream;
+          if (host)
+            stream = co_await ConnectBackendHost(*host, shared_.backend, shared_.policy.backend_tls());
+          else
+            stream = co_await ConnectBackend(shared_.backend, shared_.policy.backend_tls());
+          if (!stream) {
+            shared_.pool->Abandon(address);
+            if (direct) {
+              spdlog::warn("session {}: no backend reachable; closing the client connection", session_id_);
+              co_return Choice::kLost;
+            }
+            break;  // waits for the member below, as an unpooled session does
+          }
+          auto link = std::make_unique<BackendLink>();
+          link->address = address;
+          link->stream = std::move(stream);
+          link->last_used = Clock::now();
+          shared_.pool->Opened(*link);
+          Hold(std::move(link), kind);
+          co_return Choice::kReady;
+        }
+        case BackendPool::Outcome::kGone:
+          if (serial) {
+            // The cursor's connection is closed: any of the client's will do
+            // (the server keeps cursors by session and user, not connection).
+            UnpinCursor(route->cursor_id);
+            continue;
+          }
+          spdlog::info("session {}: no pooled connection to {} carries the client's login any more; "
+                       "closing the client connection so its driver logs in again",
+                       session_id_, address.empty() ? "(direct)" : address);
+          must_end_ = true;
+          co_return Choice::kLost;
+        case BackendPool::Outcome::kTimeout:
+          co_return Choice::kPoolTimeout;
+      }
+    }
+    if (!deadline) deadline = Clock::now() + shared_.backend.server_selection_timeout;
+    if (Clock::now() >= *deadline) co_return Choice::kNoMember;
+    const auto executor = co_await asio::this_coro::executor;
+    SteadyTimer pause(executor, std::chrono::milliseconds(held_view && held_view->scanned ? 20 : 2));
+    boost::system::error_code ignored;
+    co_await pause.async_wait(asio::redirect_error(use_awaitable, ignored));
+  }
+}
+
+void BackendLinks::NotePooledReply(const RequestRoute& route, std::span<const uint8_t> reply_document,
+                                   const std::optional<wire::ReplyErrors>& errors) {
+  if (!held_) return;
+  const bool failed = !errors || errors->failed;
+
+  if (pin_ == PinReason::kAuthentication) {
+    if (failed) {
+      // The conversation is over and logged no one in: the connection is
+      // as unauthenticated as before.
+      login_.reset();
+      pin_.reset();
+    } else if (login_ends_on_ok_ || wire::ConversationDone(reply_document)) {
+      spdlog::debug("session {}: logged in on pooled connection #{}", session_id_, held_->serial);
+      shared_.pool->Retag(*held_, *login_);
+      identity_ = *login_;
+      login_.reset();
+      pin_.reset();
+    }
+    return;
+  }
+  if (route.kind == RequestRoute::Kind::kCursor) {
+    const bool ended = failed ? errors && errors->code == 43  // CursorNotFound
+                              : ReplyCursorId(reply_document) == 0;
+    if (ended) UnpinCursor(route.cursor_id);
+  } else if (route.may_open_cursor && !failed) {
+    if (const int64_t id = ReplyCursorId(reply_document)) {
+      PinCursor(id, held_->serial);
+      shared_.pool->CountPin(PinReason::kCursor);
+    }
+  }
+}
+
+void BackendLinks::FinishRequest() {
+  if (!held_) return;
+  if (pin_) return;
+  current_ = nullptr;
+  current_address_.clear();
+  if (!transaction_.empty() && !ends_transaction_) {
+    // The transaction's next statement gets it back; nobody else meanwhile.
+    shared_.pool->Park(transaction_, std::move(held_));
+    parked_.insert(transaction_);
+    return;
+  }
+  if (ends_transaction_) parked_.erase(transaction_);
+  shared_.pool->Return(std::move(held_));
 }
 
 }  // namespace remold

@@ -24,6 +24,19 @@
 // (CredentialsLostWhileIdle), so such a session ends before its client sends
 // a request into it.
 //
+// Pooled mode (Shared::pool set, proxy/backend_pool.h): the session owns no
+// connection between requests. Use() borrows one of the chosen member's
+// pooled connections authenticated as the client (a login conversation
+// borrows an unauthenticated one, which then carries the client's
+// identity), and FinishRequest() gives it back, unless a pin keeps it
+// (proxy/routing/connection_pins.h): a login in progress, or a command tied
+// to the connection. A transaction's connection is parked in the pool for
+// its next statement, whichever client connection of this worker brings
+// it; a cursor's getMore and killCursors borrow the connection that opened
+// it (waiting for it if another client has it for a request). When the member has no connection
+// of the client's identity left (the backend restarted), the session ends
+// as above, and its driver logs in again.
+//
 // Lives on its session's worker thread.
 #pragma once
 
@@ -32,19 +45,25 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "proxy/asio.h"
+#include "proxy/backend_link.h"
+#include "proxy/backend_pool.h"
 #include "proxy/connection_policy.h"
 #include "proxy/message_stream.h"
+#include "proxy/routing/connection_pins.h"
 #include "proxy/routing/request_route.h"
 #include "proxy/routing/route_pins.h"
 #include "proxy/routing/topology_monitor.h"
 #include "proxy/wire/backend_uri.h"
 #include "proxy/wire/compression.h"
 #include "proxy/wire/reply_errors.h"
+#include "proxy/wire/request.h"
 
 namespace remold {
 
@@ -55,10 +74,16 @@ class BackendLinks {
     const ConnectionPolicy& policy;  // the backend's TLS
     TopologyMonitor* topology;       // null with directConnection=true
     RoutingPins* pins;               // with `topology`
+    std::shared_ptr<BackendPool> pool;  // the worker's, in pooled mode
   };
-  enum class Choice { kReady, kNoMember, kLost };
+  // kPoolTimeout: pooled mode, no connection was free within the pool's
+  // wait timeout.
+  enum class Choice { kReady, kNoMember, kLost, kPoolTimeout };
 
   BackendLinks(Shared shared, uint64_t session_id);
+  ~BackendLinks();
+
+  bool pooled() const { return shared_.pool != nullptr; }
 
   bool monitored() const { return shared_.topology != nullptr; }
 
@@ -95,9 +120,19 @@ class BackendLinks {
   void ReportFormerPrimary();
   // Whether the client authenticated on one of these connections.
   bool authenticated() const { return authenticated_.has_value(); }
-  // Call before sending a client's request on current(): whether it is
-  // part of an authentication conversation (IsAuthentication).
-  void NoteSending(bool authenticates);
+  // Call before sending a client's request on current(): `authenticates`
+  // when it is part of an authentication conversation (IsAuthentication).
+  // Sets the pins of pooled mode.
+  void NoteSending(const wire::Request& request, const std::optional<RequestRoute>& route, bool authenticates);
+  // Pooled mode, after the reply a client was sent (relayed, or shaped by a
+  // rule's plan): pins or unpins its cursor, ends a login.
+  void NotePooledReply(const RequestRoute& route, std::span<const uint8_t> reply_document,
+                       const std::optional<wire::ReplyErrors>& errors);
+  // Pooled mode: a reply stream (moreToCome) holds current() until it ends.
+  void NoteExhaust();
+  // Pooled mode, after each request the client was answered: current() goes
+  // back to the pool unless a pin keeps it. No-op otherwise.
+  void FinishRequest();
 
   // Compression on current() (proxy/wire/backend_compression.h): whether it has
   // not had the session's offer yet; what it compresses with (nullopt:
@@ -112,16 +147,13 @@ class BackendLinks {
   // never authenticated. For a session between requests.
   bool CredentialsLostWhileIdle();
 
+  // Closes every connection (the objects stay: a request may be waiting on
+  // one). Then DiscardHeld() once nothing uses them, in pooled mode.
   void CloseAll();
+  void DiscardHeld();
 
  private:
-  struct Link {
-    std::string address;  // "" for the direct connection
-    std::unique_ptr<MessageStream> stream;
-    std::chrono::steady_clock::time_point last_used;
-    bool compression_offered = false;
-    std::optional<wire::Compressor> compressor;
-  };
+  using Link = BackendLink;
   Link* CurrentLink();
   const Link* CurrentLink() const;
   enum class Found { kUsed, kNone, kLost };  // kLost: it was dead and carried credentials
@@ -140,6 +172,22 @@ class BackendLinks {
   // carries the client's credentials.
   void DropLinks(const std::function<bool(const Link&)>& superseded);
 
+  // Pooled mode (see the header).
+  awaitable<Choice> UsePooled(const std::optional<RequestRoute>& route);
+  bool UseOpenPooled(const std::optional<RequestRoute>& route);
+  // The pooled connection `route` may use: who it must be authenticated as
+  // and, for a cursor's request, which connection.
+  const std::string& IdentityFor(const std::optional<RequestRoute>& route) const;
+  std::optional<uint64_t> SerialFor(const std::optional<RequestRoute>& route) const;
+  void Hold(std::unique_ptr<BackendLink> link, MemberKind kind);
+  // Records (or forgets) that a cursor's requests go to the connection
+  // `serial`, and tells the pool, which then keeps it open.
+  void PinCursor(int64_t cursor, uint64_t serial);
+  void UnpinCursor(int64_t cursor);
+  // Holds the connection parked for the request's transaction, if any.
+  bool UseParked(const std::optional<RequestRoute>& route);
+  void Pin(PinReason reason);
+
   Shared shared_;
   const uint64_t session_id_;
   const uint32_t random_;  // spreads sessions over equally eligible members
@@ -152,6 +200,17 @@ class BackendLinks {
   std::optional<std::string> authenticated_;  // the address of the authenticated link
   bool must_end_ = false;                      // the session cannot be served any more
   bool any_compressor_ = false;                // some link compresses
+
+  // Pooled mode.
+  std::unique_ptr<BackendLink> held_;  // borrowed from the pool (current())
+  std::optional<PinReason> pin_;       // keeps held_ across requests
+  std::string identity_;               // the client's login key; "" before one
+  std::optional<std::string> login_;   // the key a login in progress gives
+  bool login_ends_on_ok_ = false;      // `authenticate`: one round trip
+  std::string transaction_;             // the request in progress's (its lsid)
+  bool ends_transaction_ = false;      // it commits or aborts it
+  std::set<std::string> parked_;       // transactions whose connection this client parked
+  std::unordered_map<int64_t, uint64_t> cursor_links_;  // cursor id -> its connection
 };
 
 }  // namespace remold

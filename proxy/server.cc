@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "proxy/metrics.h"
+#include "proxy/pool_metrics.h"
 #include "proxy/session.h"
 
 namespace remold {
@@ -13,14 +14,18 @@ namespace remold {
 // A thread with its own io_context and the sessions that live on it.
 class Server::Worker {
  public:
-  explicit Worker(ConnectionLimiter& connections)
-      : connections_(connections), guard_(asio::make_work_guard(context_)) {
+  Worker(ConnectionLimiter& connections, const PoolOptions& pool)
+      : connections_(connections),
+        pool_(pool.max_per_member > 0 ? std::make_shared<BackendPool>(pool) : nullptr),
+        guard_(asio::make_work_guard(context_)) {
     SweepIdleSessions();
     thread_ = std::thread([this] { context_.run(); });
   }
   ~Worker() { Join(); }
 
   asio::io_context& context() { return context_; }
+  // This worker's backend pool; null unless pooled.
+  const std::shared_ptr<BackendPool>& pool() const { return pool_; }
 
   // Called on this worker's thread.
   void Start(std::shared_ptr<Session> session) {
@@ -79,6 +84,9 @@ class Server::Worker {
   }
 
   ConnectionLimiter& connections_;
+  // Shared with this worker's sessions: the last one of them (or the
+  // worker) closes its connections.
+  std::shared_ptr<BackendPool> pool_;
   // Every socket of this context is used on its thread only (accepted
   // sockets come with registration, which stays locked): the reactor's
   // per-socket locks are off, two lock pairs fewer per read.
@@ -97,7 +105,16 @@ Server::Server(ServerOptions options)
   int threads = options_.worker_threads > 0 ? options_.worker_threads
                                             : static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
-  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(connections_));
+  // Each worker's share of the per-member pool limit, rounded up.
+  PoolOptions pool = options_.pool;
+  if (pool.max_per_member > 0)
+    pool.max_per_member = (pool.max_per_member + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(connections_, pool));
+  if (pool.max_per_member > 0) {
+    std::vector<std::shared_ptr<BackendPool>> pools;
+    for (const auto& worker : workers_) pools.push_back(worker->pool());
+    AddPoolMetrics(std::move(pools));
+  }
 }
 
 Server::~Server() {
@@ -186,7 +203,7 @@ awaitable<void> Server::AcceptLoop() {
         std::move(socket),
         Session::Shared{options_.backend, *options_.rules, ensured_, options_.policy,
                         options_.slow_operation, options_.topology.get(), &pins_, options_.client_compression,
-                        &heavy_work_},
+                        &heavy_work_, worker.pool()},
         id);
     asio::post(worker.context(), [&worker, session] { worker.Start(session); });
   }

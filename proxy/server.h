@@ -2,7 +2,8 @@
 //
 // Threads: one io_context per worker thread, each owning the sessions it was
 // handed, so a session never crosses threads and needs no locks. The
-// acceptor and signal handling run on the main thread's context.
+// acceptor and signal handling run on the main thread's context. In pooled
+// mode each worker has its own pool of backend connections.
 // SIGTERM/SIGINT: stop accepting, let in-flight requests finish (idle
 // connections close at once), force-close what remains after the drain
 // timeout, then Run() returns.
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "proxy/asio.h"
+#include "proxy/backend_pool.h"
 #include "proxy/connection_policy.h"
 #include "proxy/rewrite_bridge.h"
 #include "proxy/routing/route_pins.h"
@@ -48,6 +50,9 @@ struct ServerOptions {
   // The backend's topology, monitored (started by the caller); null with
   // directConnection=true.
   std::shared_ptr<TopologyMonitor> topology;
+  // Pooled mode (proxy/backend_pool.h) when max_per_member > 0: the limit
+  // for the whole process, shared out between the workers (rounded up).
+  PoolOptions pool;
 };
 
 class Server {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "common/bson_walk.h"
 #include "engine/engine.h"
 #include "proxy/heavy_work.h"
 #include "proxy/routing/mongos_persona.h"
@@ -15,6 +16,7 @@
 #include "proxy/wire/handshake.h"
 #include "proxy/wire/op_compressed.h"
 #include "proxy/wire/op_msg.h"
+#include "proxy/wire/shared_link_hello.h"
 #include "proxy/wire/wire_format.h"
 #include "rewrite/command_namespace.h"
 #include "rewrite/cursor_reply.h"
@@ -65,7 +67,7 @@ bool HasMoreToCome(const std::vector<uint8_t>& reply) {
 
 Session::Session(Socket client, Shared shared, uint64_t id)
     : client_(std::move(client)),
-      links_(BackendLinks::Shared{shared.backend, shared.policy, shared.topology, shared.pins}, id),
+      links_(BackendLinks::Shared{shared.backend, shared.policy, shared.topology, shared.pins, shared.pool}, id),
       shared_(shared),
       id_(id) {}
 
@@ -142,9 +144,11 @@ awaitable<void> Session::Run() {
         LogSlowOperation(request, elapsed);
     }
     if (!kept) break;
+    links_.FinishRequest();
     ReleaseLargeBuffers();
   }
   Abort();
+  links_.DiscardHeld();
   spdlog::info("session {}: closed after {} request(s)", id_, requests_);
 }
 
@@ -183,7 +187,8 @@ void Session::LogSlowOperation(const wire::Request& request,
 
 awaitable<bool> Session::Dispatch(const wire::Request& request) {
   route_.reset();
-  if (shared_.topology) {
+  // Pooled mode routes every request: its pins need the route.
+  if (shared_.topology || links_.pooled()) {
     std::variant<RequestRoute, SelectionError> route = RouteOf(request, shared_.backend.heartbeat);
     if (auto* error = std::get_if<SelectionError>(&route)) {
       if (request.more_to_come) co_return true;
@@ -214,12 +219,26 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
       }
     }
   }
+  // Pooled: an awaitable hello waits here, holding no backend connection,
+  // and then asks the backend at once (wire::SharedLinkHello).
+  if (request.is_handshake && links_.pooled()) {
+    if (std::optional<std::chrono::milliseconds> wait = wire::AwaitableHelloWait(request.command_document)) {
+      SteadyTimer pause(co_await asio::this_coro::executor, *wait);
+      boost::system::error_code ignored;
+      co_await pause.async_wait(asio::redirect_error(use_awaitable, ignored));
+    }
+  }
   // The common path opens no coroutine frame: the member's connection is open.
   Routed routed = Routed::kReady;
   if (!UseOpenBackend()) routed = co_await UseBackend(request);
   if (routed != Routed::kReady) co_return routed == Routed::kRefused;
-  links_.NoteSending(route_ ? route_->authenticates : IsAuthentication(request));
+  links_.NoteSending(request, route_, route_ ? route_->authenticates : IsAuthentication(request));
   if (request.is_handshake && client_offer_.empty()) client_offer_ = request.offered_compressors;
+  if (request.is_handshake && links_.pooled()) {
+    // `request` keeps only its decoded fields from here on: its spans
+    // pointed into the message replaced.
+    if (std::optional<std::vector<uint8_t>> shared = wire::SharedLinkHello(request_)) request_ = std::move(*shared);
+  }
   if (!BackendOffer().empty() && (request.is_handshake || links_.needs_compression_offer())) {
     if (!co_await OfferCompression(request)) co_return false;
   }
@@ -261,8 +280,9 @@ awaitable<bool> Session::Dispatch(const wire::Request& request) {
       if (resent_ok) continue;  // its reply is the client's
       CheckReply(request, false);  // this reply is: counted as any other
     }
-    first = false;
     const bool more = HasMoreToCome(reply_);
+    if (first && more) links_.NoteExhaust();
+    first = false;
     ShapeReply(request);
     // WriteToClient without its coroutine frame when the socket takes the reply at once.
     const std::optional<std::span<const uint8_t>> unsent = SendToClientNow(reply_);
@@ -362,6 +382,37 @@ void Session::CountRoute() {
     metrics_->CountRoute(static_cast<size_t>(route_->preference.mode), static_cast<size_t>(links_.current_kind()));
 }
 
+awaitable<void> Session::RefusePoolTimeout(const wire::Request& request) {
+  const std::string message = "remold: no pooled backend connection was free within " +
+                              std::to_string(shared_.pool->options().wait_timeout.count()) +
+                              " ms (waitQueueTimeoutMS of the backend URI)";
+  spdlog::warn("session {}: {} for {}", id_, message, request.command);
+  if (request.more_to_come) co_return;
+  if (request.is_legacy()) {
+    const wire::WireError refusal{ErrorCode{262, "ExceededTimeLimit"}, message};
+    co_await ReplyWithError(request, refusal);
+    co_return;
+  }
+  bool has_txn_number = false;
+  WalkTopLevel(request.command_document, [&has_txn_number](const BsonElement& element) {
+    has_txn_number = element.key == "txnNumber";
+    return !has_txn_number;
+  });
+  Doc reply;
+  BSON_APPEND_DOUBLE(reply.mut(), "ok", 0);
+  AppendString(reply.mut(), "errmsg", message);
+  BSON_APPEND_INT32(reply.mut(), "code", 262);
+  AppendString(reply.mut(), "codeName", "ExceededTimeLimit");
+  const bool in_transaction = route_ && !route_->transaction.empty();
+  if (has_txn_number) {
+    bson_t labels;
+    BSON_APPEND_ARRAY_BEGIN(reply.mut(), "errorLabels", &labels);
+    BSON_APPEND_UTF8(&labels, "0", in_transaction ? "TransientTransactionError" : "RetryableWriteError");
+    bson_append_array_end(reply.mut(), &labels);
+  }
+  co_await SendReply(request, reply);
+}
+
 awaitable<Session::Routed> Session::UseBackend(const wire::Request& request) {
   if (UseOpenBackend()) co_return Routed::kReady;
   const BackendLinks::Choice choice = co_await links_.Use(route_);
@@ -372,6 +423,10 @@ awaitable<Session::Routed> Session::UseBackend(const wire::Request& request) {
   if (choice == BackendLinks::Choice::kLost) {
     metrics_->CountConnectionError(ConnectionError::kBackendUnreachable);
     co_return Routed::kLost;
+  }
+  if (choice == BackendLinks::Choice::kPoolTimeout) {
+    co_await RefusePoolTimeout(request);
+    co_return Routed::kRefused;
   }
   if (request.is_handshake) co_return Routed::kLost;
   std::string wanted = route_->kind == RequestRoute::Kind::kRead
@@ -456,13 +511,15 @@ const std::vector<wire::Compressor>& Session::BackendOffer() const {
 }
 
 awaitable<bool> Session::OfferCompression(const wire::Request& request) {
+  // A pooled connection's offer is a hello of remold's own, once.
+  const bool client_handshake = request.is_handshake && !links_.pooled();
   if (!links_.needs_compression_offer()) {
     // Every client handshake carries remold's offer: the client's list is
     // for its own link, and a backend may renegotiate on a later hello.
-    if (request.is_handshake) RewriteOffer();
+    if (client_handshake) RewriteOffer();
     co_return true;
   }
-  if (request.is_handshake) {
+  if (client_handshake) {
     // The client's handshake comes first: it carries the offer (a hello of
     // remold's own before it would make its client metadata an error).
     RewriteOffer();
@@ -501,6 +558,7 @@ awaitable<bool> Session::SendReply(const wire::Request& request, const Doc& repl
                                                    reply.bytes());
   if (request.compressor) message = wire::CompressMessage(message, *request.compressor);
   if (GlobalMetrics().CountReplyErrors(reply.bytes())) NoteRequestFailed();
+  if (route_ && links_.pooled()) links_.NotePooledReply(*route_, reply.bytes(), wire::ScanReplyErrors(reply.bytes()));
   co_return co_await WriteToClient(message);
 }
 
@@ -521,6 +579,7 @@ awaitable<bool> Session::RunPlan(const wire::Request& request, Plan& plan) {
   }
   const Routed routed = co_await UseBackend(request);
   if (routed != Routed::kReady) co_return routed == Routed::kRefused;
+  links_.NoteSending(request, route_, false);
   if (!BackendOffer().empty() && links_.needs_compression_offer() && !co_await OfferCompression(request))
     co_return false;
   std::optional<Doc> failed;

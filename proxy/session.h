@@ -54,6 +54,9 @@ class Session : public std::enable_shared_from_this<Session> {
     // Where the rewriting of a large message runs (proxy/heavy_work.h);
     // null: on the session's own thread.
     asio::thread_pool* heavy_work = nullptr;
+    // The worker's pool of backend connections in pooled mode
+    // (proxy/backend_pool.h); null: the session opens its own.
+    std::shared_ptr<BackendPool> pool;
   };
 
   Session(Socket client, Shared shared, uint64_t id);
@@ -100,6 +103,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // case): no coroutine frame. False when it would connect or wait.
   bool UseOpenBackend();
   void CountRoute();
+  // Pooled mode: no connection was free within the pool's wait timeout.
+  // ExceededTimeLimit (262), which drivers retry, labelled as a retryable
+  // write or a transient transaction error where the request is one.
+  awaitable<void> RefusePoolTimeout(const wire::Request& request);
   // Reports the member and sends request_ to the member chosen now.
   awaitable<bool> ResendToNewPrimary(const wire::Request& request);
   // With the backend URI's compressors=: makes the compression offer on

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "proxy/wire/handshake.h"
+#include "proxy/wire/handshake_edit.h"
 #include "proxy/wire/op_msg.h"
-#include "proxy/wire/op_query.h"
 #include "proxy/wire/wire_format.h"
 
 namespace remold::wire {
@@ -30,41 +30,6 @@ void AppendOffer(bson_t* out, std::span<const Compressor> offer) {
   bson_append_array_end(out, &array);
 }
 
-// `command` with `compression` replaced by `offer` (added after the
-// command's other fields when it had none). Inside a legacy {$query: ...}
-// wrapper, the wrapped command's.
-std::optional<std::vector<uint8_t>> OfferIn(std::span<const uint8_t> command, std::span<const Compressor> offer) {
-  bson_t in;
-  bson_iter_t iter;
-  if (!bson_init_static(&in, command.data(), command.size()) || !bson_iter_init(&iter, &in)) return std::nullopt;
-  bson_t out = BSON_INITIALIZER;
-  bool wrapped = false;
-  while (bson_iter_next(&iter)) {
-    const std::string_view key = bson_iter_key(&iter);
-    if (key == "compression") continue;
-    if (key == "$query" && BSON_ITER_HOLDS_DOCUMENT(&iter)) {
-      uint32_t length = 0;
-      const uint8_t* data = nullptr;
-      bson_iter_document(&iter, &length, &data);
-      std::optional<std::vector<uint8_t>> inner = OfferIn({data, length}, offer);
-      bson_t inner_doc;
-      if (!inner || !bson_init_static(&inner_doc, inner->data(), inner->size())) {
-        bson_destroy(&out);
-        return std::nullopt;
-      }
-      BSON_APPEND_DOCUMENT(&out, "$query", &inner_doc);
-      wrapped = true;
-      continue;
-    }
-    bson_append_iter(&out, nullptr, 0, &iter);
-  }
-  if (!wrapped) AppendOffer(&out, offer);
-  const uint8_t* data = bson_get_data(&out);
-  std::vector<uint8_t> result(data, data + out.len);
-  bson_destroy(&out);
-  return result;
-}
-
 }  // namespace
 
 bool MayCompress(std::string_view command) {
@@ -74,28 +39,13 @@ bool MayCompress(std::string_view command) {
 
 std::optional<std::vector<uint8_t>> WithCompressionOffer(std::span<const uint8_t> message,
                                                          std::span<const Compressor> offer) {
-  const MessageHeader header = ReadHeader(message);
-  if (header.op_code == static_cast<int32_t>(OpCode::kMsg)) {
-    OpMsgView view;
-    if (ParseOpMsg(message, view) || !view.sequences.empty()) return std::nullopt;
-    std::optional<std::vector<uint8_t>> body = OfferIn(view.body, offer);
-    if (!body) return std::nullopt;
-    return EncodeOpMsg(header.request_id, header.response_to, view.flags, *body, view.checksum_present());
-  }
-  if (header.op_code == static_cast<int32_t>(OpCode::kQuery)) {
-    OpQueryView view;
-    if (ParseOpQuery(message, view)) return std::nullopt;
-    std::optional<std::vector<uint8_t>> query = OfferIn(view.query, offer);
-    if (!query) return std::nullopt;
-    // The query document spliced in: what precedes and follows it is kept.
-    const size_t start = static_cast<size_t>(view.query.data() - message.data());
-    std::vector<uint8_t> out(message.begin(), message.begin() + static_cast<std::ptrdiff_t>(start));
-    out.insert(out.end(), query->begin(), query->end());
-    out.insert(out.end(), message.begin() + static_cast<std::ptrdiff_t>(start + view.query.size()), message.end());
-    StoreInt32(out.data(), static_cast<int32_t>(out.size()));
-    return out;
-  }
-  return std::nullopt;
+  bson_t offer_doc = BSON_INITIALIZER;
+  AppendOffer(&offer_doc, offer);
+  static constexpr std::string_view kReplaced[] = {"compression"};
+  std::optional<std::vector<uint8_t>> edited =
+      EditHandshake(message, {.drop = kReplaced, .append = {bson_get_data(&offer_doc), offer_doc.len}});
+  bson_destroy(&offer_doc);
+  return edited;
 }
 
 std::vector<uint8_t> OfferHelloCommand(std::span<const Compressor> offer) {

@@ -80,6 +80,7 @@ bool ApplyOption(std::string_view key, std::string_view value, BackendOptions& o
   // The Server Discovery and Monitoring specification's floor.
   if (name == "heartbeatfrequencyms") return milliseconds(out.heartbeat, 500);
   if (name == "serverselectiontimeoutms") return milliseconds(out.server_selection_timeout, 1);
+  if (name == "waitqueuetimeoutms") return milliseconds(out.wait_queue_timeout, 1);
   if (name == "directconnection") return boolean(out.direct_connection);
   if (name == "replicaset") {
     if (value.empty()) {
@@ -97,7 +98,7 @@ bool ApplyOption(std::string_view key, std::string_view value, BackendOptions& o
   error = "backend URI option '" + std::string(key) +
           "' is not supported (supported: tls, tlsCAFile, tlsCertificateKeyFile, "
           "tlsAllowInvalidHostnames, tlsAllowInvalidCertificates, tlsInsecure, "
-          "connectTimeoutMS, heartbeatFrequencyMS, serverSelectionTimeoutMS, directConnection, "
+          "connectTimeoutMS, heartbeatFrequencyMS, serverSelectionTimeoutMS, waitQueueTimeoutMS, directConnection, "
           "replicaSet, appName, compressors)";
   return false;
 }

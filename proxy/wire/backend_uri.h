@@ -41,6 +41,9 @@ struct BackendOptions {
   std::chrono::milliseconds heartbeat{10'000};                 // heartbeatFrequencyMS
   std::chrono::milliseconds server_selection_timeout{30'000};  // serverSelectionTimeoutMS
   std::string app_name;                                        // appName
+  // waitQueueTimeoutMS: in pooled mode (--backend-pool-size), how long a
+  // request waits for a pooled connection before it is refused.
+  std::chrono::milliseconds wait_queue_timeout{10'000};
   // compressors=zstd,snappy: offered to the backend, in this order, on
   // every backend connection (proxy/wire/backend_compression.h). Empty: none.
   std::vector<wire::Compressor> compressors;

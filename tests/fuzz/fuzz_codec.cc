@@ -2,8 +2,9 @@
 //
 // The bytes go to DecodeRequest twice: with the 4-byte messageLength patched
 // to the input size (what MessageStream guarantees) and as-is. When decoding
-// succeeds, the reply paths run on the result: the handshake rewrite, an
-// OP_COMPRESSED round trip with every compressor, and an error reply. Every
+// succeeds, the reply paths run on the result: the handshake rewrite, the
+// hello of a pooled connection and the login key, an OP_COMPRESSED round
+// trip with every compressor, and an error reply. Every
 // step checks what it promises, so a wrong answer aborts like a crash does.
 #include <bson/bson.h>
 
@@ -18,10 +19,12 @@
 #include "proxy/wire/compression.h"
 #include "proxy/wire/error_reply.h"
 #include "proxy/wire/handshake.h"
+#include "proxy/wire/login_identity.h"
 #include "proxy/wire/op_compressed.h"
 #include "proxy/wire/op_msg.h"
 #include "proxy/wire/op_query.h"
 #include "proxy/wire/request.h"
+#include "proxy/wire/shared_link_hello.h"
 #include "proxy/wire/wire_format.h"
 
 namespace {
@@ -110,6 +113,21 @@ void ExerciseDecoded(const Bytes& message, const Request& request) {
     // messageLength is the only field the envelope does not carry over.
     CHECK(std::equal(restored.begin() + 4, restored.end(), message.begin() + 4));
   }
+
+  // Pooled mode: the hello a shared connection carries keeps its IDs and
+  // is a well-formed handshake still; a login key is read without fault.
+  if (request.is_handshake) {
+    if (std::optional<Bytes> shared = SharedLinkHello(message)) {
+      CHECK(ReadHeader(*shared).request_id == request.header.request_id);
+      CHECK(ReadHeader(*shared).message_length == static_cast<int32_t>(shared->size()));
+      Bytes again = *shared;
+      Request edited;
+      CHECK(!DecodeRequest(again, edited) && edited.is_handshake);
+    }
+    AwaitableHelloWait(request.command_document);
+  }
+  LoginIdentity(request.command_document);
+  ConversationDone(request.command_document);
 
   WireError error = ProtocolError("command '" + request.command + "' refused");
   CheckReply(EncodeErrorReply(error, request.header.request_id, request.header.op_code, 1),
