@@ -405,7 +405,15 @@ bool BackendLinks::UseParked(const std::optional<RequestRoute>& route) {
   return true;
 }
 
+void BackendLinks::LetGoUnpinned() {
+  if (!held_ || pin_) return;
+  current_ = nullptr;
+  current_address_.clear();
+  shared_.pool->Return(std::move(held_));
+}
+
 bool BackendLinks::UseOpenPooled(const std::optional<RequestRoute>& route) {
+  LetGoUnpinned();  // a request sent again (a former primary) is routed again
   if (held_) return true;  // pinned: every request goes there
   if (UseParked(route)) return true;
   const Member* member = nullptr;
@@ -422,6 +430,7 @@ bool BackendLinks::UseOpenPooled(const std::optional<RequestRoute>& route) {
 
 awaitable<BackendLinks::Choice> BackendLinks::UsePooled(const std::optional<RequestRoute>& route) {
   using Clock = std::chrono::steady_clock;
+  LetGoUnpinned();  // a request sent again (a former primary) is routed again
   if (held_ || UseParked(route)) co_return Choice::kReady;
   std::optional<Clock::time_point> deadline;  // set once the first choice fails
   for (;;) {

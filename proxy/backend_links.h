@@ -180,6 +180,8 @@ class BackendLinks {
   const std::string& IdentityFor(const std::optional<RequestRoute>& route) const;
   std::optional<uint64_t> SerialFor(const std::optional<RequestRoute>& route) const;
   void Hold(std::unique_ptr<BackendLink> link, MemberKind kind);
+  // Gives current() back to the pool unless a pin keeps it.
+  void LetGoUnpinned();
   // Records (or forgets) that a cursor's requests go to the connection
   // `serial`, and tells the pool, which then keeps it open.
   void PinCursor(int64_t cursor, uint64_t serial);

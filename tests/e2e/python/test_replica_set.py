@@ -321,8 +321,15 @@ def recovery_figures(acked, stepped_down: float, elected: float) -> dict:
     return {"all_writers_back_s": round(max(per_writer), 3), "slowest_write_s": round(slowest, 3)}
 
 
-def test_primary_switch_under_write_load_loses_nothing(rs, rs_remold, db_name):
-    remold = rs_remold()
+# Pooled mode: the same failovers with the writers sharing 3 backend
+# connections per member (one worker, so one pool): the pool drains from the
+# old primary and fills toward the new one.
+POOLED = ("--backend-pool-size", "3", "--threads", "1")
+
+
+@pytest.mark.parametrize("mode", [(), POOLED], ids=["per-client", "pooled"])
+def test_primary_switch_under_write_load_loses_nothing(rs, rs_remold, db_name, mode):
+    remold = rs_remold(*mode)
     times = {}
     with pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=30_000, maxPoolSize=WRITERS + 4) as client:
         def switch():
@@ -347,10 +354,11 @@ def test_primary_switch_under_write_load_loses_nothing(rs, rs_remold, db_name):
         member.direct_client().drop_database(db_name)
 
 
-def test_primary_lost_under_write_load(rs, rs_remold, db_name):
+@pytest.mark.parametrize("mode", [(), POOLED], ids=["per-client", "pooled"])
+def test_primary_lost_under_write_load(rs, rs_remold, db_name, mode):
     """The primary dies (its connections drop mid-request): drivers get a
     network error and retry; remold sends the retries to the new primary."""
-    remold = rs_remold()
+    remold = rs_remold(*mode)
     times = {}
     with pymongo.MongoClient(remold.uri, serverSelectionTimeoutMS=30_000, maxPoolSize=WRITERS + 4) as client:
         def lose():
