@@ -1,7 +1,8 @@
 // computed_bench: what remold's computed rule costs and saves, against the
 // application doing the same work itself directly on the backend, with the
 // same client code in the same run. The scaffolding (flags, header,
-// connections, CPU, threads, rounds, the insert table) is pattern_harness's.
+// connections, CPU, threads, rounds, the insert and read tables) is
+// pattern_harness's.
 //
 //   (a) insert: one comment inserted through remold, which maintains its
 //       post (commentCount: count, lastCommentAt: {max: createdAt}), against
@@ -34,6 +35,7 @@
 #include "client_threads.h"
 #include "failures.h"
 #include "pattern_harness.h"
+#include "read_rounds.h"
 #include "timed_rounds.h"
 #include "write_rounds.h"
 
@@ -161,23 +163,34 @@ const WriteTable kInsertTable{
         "  lastCommentAt = count and greatest createdAt of its comments, on the backend directly.\n",
 };
 
-// Read sides: the maintained post through remold, the same post directly,
-// and the aggregate over the comments directly.
-enum ReadSide { kFindRemold = 0, kFindDirect = 1, kAggregate = 2 };
-constexpr int kReadSides = 3;
+// Read sides (read_rounds.h): the maintained post through remold, the same
+// post directly, and the aggregate over the comments directly.
+enum ComputedReadSide { kFindRemold = kReadRemold, kFindDirect = kReadDirect, kAggregate = kReadApp };
 const char* read_side_name(int s) {
   return s == kFindRemold ? "findOne via remold" : s == kFindDirect ? "findOne direct" : "aggregate direct";
 }
 
-struct ReadRow {
-  int64_t per_post = 0;
-  int64_t posts = 0;
-  LoadTiming load;  // the comments, through remold
-  SideSamples timed[kReadSides];  // the timed reads of every side
-  Failures failures;
-  std::string verify_message;
-  double load1 = 0;
-  bool ok() const { return failures.count == 0 && verify_message.empty(); }
+// The read table (read_rounds.h): a row per comments/post.
+const ReadTable kReadTable{
+    .json_name = "computed_read",
+    .title = "(b) a post with its comment count: findOne of the maintained post (via remold, direct)\n"
+             "    vs the aggregate over its comments (direct)\n",
+    .key_columns = {{"comments/post", 13}, {"posts", 5}, {"load s", 10}},
+    .side_headers = {"findOne remold ms", "findOne direct ms", "aggregate ms"},
+    .side_json = {"find_remold", "find_direct", "aggregate"},
+    .progress_names = {"findOne remold", "direct", "aggregate"},
+    .ratio_columns = {{{"agg/find p50 p99", 17}, ReadRatio::app_over_remold, true},
+                      {{"find R/D p50", 15}, ReadRatio::remold_over_direct, false}},
+    .backend_cpu = {"be cpu us F/A", 18},
+    .ratio_fields = {{"aggregate_vs_find_remold_p50", ReadRatio::app_over_remold, false}},
+    .legend =
+        "  p50/p99 ms = latency of one read (with n <= 100 reads, p99 is the slowest one).\n"
+        "  agg/find = the aggregate's percentile / the remold findOne's (how much the maintained\n"
+        "  field saves a reader); find R/D = findOne through remold / findOne direct (the hop).\n"
+        "  load s = loading the cell's comments through remold (insertMany, unordered).\n"
+        "  be cpu us F/A = backend CPU microseconds per direct findOne / per aggregate (? = pid\n"
+        "  not given). check: the maintained posts and every side's count and greatest createdAt\n"
+        "  against the generated comments, and the count of every timed read.\n",
 };
 
 struct ReadOutcome {
@@ -206,12 +219,11 @@ class ComputedScenario : public PatternScenario {
   WriteCase run_insert(Harness& h, WriteSide side, int clients, int round, double seconds);
   std::string verify_posts(Harness& h, const char* db, int64_t expected_comments,
                            std::optional<int64_t> per_post = std::nullopt);
-  ReadRow run_read(Harness& h, int64_t per_post);
+  ReadCell run_read(Harness& h, int64_t per_post);
   ReadOutcome read(int side, int64_t post);
-  void print_read_table(const std::vector<ReadRow>& rows) const;
 
   Options opt_;
-  ClientPtr read_client_[kReadSides];
+  std::vector<ClientPtr> read_client_;  // by ReadSide
 };
 
 bool ComputedScenario::set_option(const std::string& flag, const std::string& value) {
@@ -453,10 +465,8 @@ ReadOutcome ComputedScenario::read(int side, int64_t post) {
   return out;
 }
 
-ReadRow ComputedScenario::run_read(Harness& h, int64_t per_post) {
-  ReadRow row;
-  row.per_post = per_post;
-  row.posts = opt_.read_posts;
+ReadCell ComputedScenario::run_read(Harness& h, int64_t per_post) {
+  ReadCell row;
   reset(h, WriteSide::remold, opt_.read_posts);
   // The index an application running the aggregate would have.
   command(h.admin(Via::direct), kRuledDb,
@@ -478,10 +488,18 @@ ReadRow ComputedScenario::run_read(Harness& h, int64_t per_post) {
     }
   }
   CollectionPtr comments = collection(h.admin(Via::remold), kRuledDb, "comments");
-  row.load = load_in_batches(comments.get(), docs, opt_.batch, h.cpu(), "comments through remold");
+  const LoadTiming load = load_in_batches(comments.get(), docs, opt_.batch, h.cpu(), "comments through remold");
   std::printf("  read cell %lld comments/post: loaded %lld comments through remold in %.2f s (%.0f/s)\n",
-              static_cast<long long>(per_post), static_cast<long long>(total), row.load.seconds,
-              static_cast<double>(total) / row.load.seconds);
+              static_cast<long long>(per_post), static_cast<long long>(total), load.seconds,
+              static_cast<double>(total) / load.seconds);
+  row.key_text = {std::to_string(per_post), std::to_string(opt_.read_posts), fixed_or_unknown(load.seconds, 2)};
+  row.key_json = {{"comments_per_post", std::to_string(per_post)},
+                  {"posts", std::to_string(opt_.read_posts)},
+                  {"load_seconds", number_or_null(load.seconds)},
+                  {"load_cpu_s", JsonObject()
+                                     .raw("remold", number_or_null(load.cpu.remold))
+                                     .raw("backend", number_or_null(load.cpu.backend))
+                                     .str()}};
   std::fflush(stdout);
 
   // Verification: the maintained posts, and every side's answer for every post.
@@ -502,9 +520,6 @@ ReadRow ComputedScenario::run_read(Harness& h, int64_t per_post) {
   }
   row.verify_message = msg.str();
 
-  for (int w = 0; w < opt_.read_warmup; ++w)
-    for (int side = 0; side < kReadSides; ++side) note(side, read(side, w % opt_.read_posts));
-
   // Timed rounds: one read per side of one random post.
   int64_t post = 0;
   auto pick_post = [&] { post = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt_.read_posts)); };
@@ -517,72 +532,9 @@ ReadRow ComputedScenario::run_read(Harness& h, int64_t per_post) {
     if (!r.ok) return std::nullopt;
     return r.ms;
   };
-  std::vector<SideSamples> samples =
-      run_rounds(opt_.reads, {kFindRemold, kFindDirect, kAggregate}, h.cpu(), pick_post, timed_read);
-  for (int side = 0; side < kReadSides; ++side) row.timed[side] = std::move(samples[side]);
-  row.load1 = load_average();
+  auto warm = [&](int side, int w) { note(side, read(side, w % opt_.read_posts)); };
+  time_read_cell(row, opt_.reads, opt_.read_warmup, h.cpu(), warm, pick_post, timed_read);
   return row;
-}
-
-// ---- tables ----------------------------------------------------------------------
-
-void ComputedScenario::print_read_table(const std::vector<ReadRow>& rows) const {
-  std::printf("\n(b) a post with its comment count: findOne of the maintained post (via remold, direct)\n"
-              "    vs the aggregate over its comments (direct)\n");
-  std::printf("%13s %5s %10s %19s %19s %19s %17s %15s %18s %6s %s\n", "comments/post", "posts",
-              "load s", "findOne remold ms", "findOne direct ms", "aggregate ms", "agg/find p50 p99",
-              "find R/D p50", "be cpu us F/A", "n", "check");
-  for (const ReadRow& r : rows) {
-    const SideSamples& find_remold = r.timed[kFindRemold];
-    const SideSamples& find_direct = r.timed[kFindDirect];
-    const SideSamples& aggregate = r.timed[kAggregate];
-    std::string check = "verified";
-    if (!r.ok())
-      check = "FAILED: " + r.verify_message + r.failures.text("reads");
-    const std::string agg_ratio = ratio_text(aggregate.p50(), find_remold.p50()) + " " +
-                                  ratio_text(aggregate.p99(), find_remold.p99());
-    const std::string be = cpu_us(find_direct.backend_cpu_s) + "/" + cpu_us(aggregate.backend_cpu_s);
-    std::printf("%13lld %5lld %10.2f %19s %19s %19s %17s %15s %18s %6zu %s\n",
-                static_cast<long long>(r.per_post), static_cast<long long>(r.posts), r.load.seconds,
-                ms_pair(find_remold.ms).c_str(), ms_pair(find_direct.ms).c_str(),
-                ms_pair(aggregate.ms).c_str(), agg_ratio.c_str(),
-                ratio_text(find_remold.p50(), find_direct.p50()).c_str(), be.c_str(),
-                find_remold.ms.size(), check.c_str());
-  }
-  std::printf(
-      "\n  p50/p99 ms = latency of one read (with n <= 100 reads, p99 is the slowest one).\n"
-      "  agg/find = the aggregate's percentile / the remold findOne's (how much the maintained\n"
-      "  field saves a reader); find R/D = findOne through remold / findOne direct (the hop).\n"
-      "  load s = loading the cell's comments through remold (insertMany, unordered).\n"
-      "  be cpu us F/A = backend CPU microseconds per direct findOne / per aggregate (? = pid\n"
-      "  not given). check: the maintained posts and every side's count and greatest createdAt\n"
-      "  against the generated comments, and the count of every timed read.\n");
-  for (const ReadRow& r : rows) {
-    JsonObject j;
-    j.add("bench", "computed_read").add("comments_per_post", r.per_post).add("posts", r.posts)
-        .raw("load_seconds", number_or_null(r.load.seconds))
-        .raw("load_cpu_s", JsonObject()
-                               .raw("remold", number_or_null(r.load.cpu.remold))
-                               .raw("backend", number_or_null(r.load.cpu.backend))
-                               .str());
-    const char* keys[kReadSides] = {"find_remold", "find_direct", "aggregate"};
-    for (int s = 0; s < kReadSides; ++s)
-      j.raw(keys[s], JsonObject()
-                         .raw("p50_ms", number_or_null(r.timed[s].p50()))
-                         .raw("p99_ms", number_or_null(r.timed[s].p99()))
-                         .add("n", r.timed[s].ms.size())
-                         .raw("cpu_us", JsonObject()
-                                            .raw("remold", number_or_null(us_of(r.timed[s].remold_cpu_s)))
-                                            .raw("backend", number_or_null(us_of(r.timed[s].backend_cpu_s)))
-                                            .str())
-                         .str());
-    const double a = r.timed[kAggregate].p50(), f = r.timed[kFindRemold].p50();
-    j.raw("aggregate_vs_find_remold_p50", number_or_null(a > 0 && f > 0 ? a / f : -1))
-        .add("errors", r.failures.count).add("ok", r.ok()).add("load1", r.load1)
-        .add("cores", usable_cores());
-    print_bench_json(j);
-  }
-  std::fflush(stdout);
 }
 
 // ---- the run ---------------------------------------------------------------------
@@ -596,23 +548,17 @@ bool ComputedScenario::run_inserts(Harness& h) {
 }
 
 bool ComputedScenario::run_reads(Harness& h) {
-  for (int side = 0; side < kReadSides; ++side)
-    read_client_[side] = h.connect(side == kFindRemold ? Via::remold : Via::direct);
+  read_client_ = connect_read_sides(h);
   std::printf("\n");
   bool all_ok = true;
-  std::vector<ReadRow> rows;
+  std::vector<ReadCell> cells;
   for (int64_t size : opt_.read_sizes) {
-    rows.push_back(run_read(h, size));
-    const ReadRow& r = rows.back();
-    std::printf("  read cell %lld comments/post: %zu rounds, p50 findOne remold %.3f ms, direct %.3f ms, "
-                "aggregate %.3f ms%s%s\n",
-                static_cast<long long>(size), r.timed[kFindRemold].ms.size(), r.timed[kFindRemold].p50(),
-                r.timed[kFindDirect].p50(), r.timed[kAggregate].p50(), r.ok() ? "" : "; FAILED: ",
-                r.ok() ? "" : (r.verify_message + r.failures.first).c_str());
-    std::fflush(stdout);
-    all_ok = all_ok && r.ok();
+    cells.push_back(run_read(h, size));
+    const std::string label = "  read cell " + std::to_string(size) + " comments/post";
+    print_read_progress(label.c_str(), cells.back(), kReadTable);
+    all_ok = all_ok && cells.back().ok();
   }
-  print_read_table(rows);
+  print_read_table(cells, kReadTable);
   return all_ok;
 }
 

@@ -1,7 +1,8 @@
 // subset_bench: what remold's subset rule saves and costs, against the
 // application doing the same work itself directly on the backend, with the
 // same client code in the same run. The scaffolding (flags, header,
-// connections, CPU, threads, rounds, the insert table) is pattern_harness's.
+// connections, CPU, threads, rounds, the insert and read tables) is
+// pattern_harness's.
 //
 //   (a) read, "the product page": one findOne of the product, which embeds
 //       its 10 most recent reviews (through remold, and directly), against
@@ -39,6 +40,7 @@
 #include "client_threads.h"
 #include "failures.h"
 #include "pattern_harness.h"
+#include "read_rounds.h"
 #include "timed_rounds.h"
 #include "write_rounds.h"
 
@@ -279,23 +281,42 @@ const WriteTable kInsertTable{
         "  {_id, author, rating, at}, on the backend directly.\n",
 };
 
-// Read sides: the product with its embedded reviews through remold, the
-// same directly, and the application's two reads without the pattern.
-enum ReadSide { kPageRemold = 0, kPageDirect = 1, kPageApp = 2 };
-constexpr int kReadSides = 3;
+// Read sides (read_rounds.h): the product with its embedded reviews through
+// remold, the same directly, and the application's two reads without the
+// pattern.
+enum SubsetReadSide { kPageRemold = kReadRemold, kPageDirect = kReadDirect, kPageApp = kReadApp };
 const char* read_side_name(int s) {
   return s == kPageRemold ? "findOne via remold" : s == kPageDirect ? "findOne direct" : "findOne + find direct";
 }
 
-struct ReadRow {
-  int64_t per_product = 0;
-  int64_t products = 0;
-  double seed_seconds = 0;  // both sides, reviews and products, directly
-  SideSamples timed[kReadSides];
-  Failures failures;
-  std::string verify_message;
-  double load1 = 0;
-  bool ok() const { return failures.count == 0 && verify_message.empty(); }
+// The read table (read_rounds.h): a row per reviews/product.
+const ReadTable kReadTable{
+    .json_name = "subset_read",
+    .title = "(a) the product page: findOne of the product embedding its recent reviews (via remold,\n"
+             "    direct) vs the application's findOne + find(reviews).sort({at: -1}).limit(10) (direct)\n",
+    .key_columns = {{"reviews/product", 15}, {"products", 8}, {"seed s", 7}},
+    .side_headers = {"findOne remold ms", "findOne direct ms", "findOne+find ms"},
+    .side_json = {"find_one_remold", "find_one_direct", "app_find_one_and_find"},
+    .progress_names = {"findOne remold", "direct", "findOne + find"},
+    .ratio_columns = {{{"app/page p50 p99", 17}, ReadRatio::app_over_remold, true},
+                      {{"app/direct p50", 13}, ReadRatio::app_over_direct, false},
+                      {{"page R/D p50", 15}, ReadRatio::remold_over_direct, false}},
+    .backend_cpu = {"be cpu us P/A", 18},
+    .ratio_fields = {{"app_vs_page_remold_p50", ReadRatio::app_over_remold, false},
+                     {"app_vs_page_remold_p99", ReadRatio::app_over_remold, true},
+                     {"app_vs_page_direct_p50", ReadRatio::app_over_direct, false},
+                     {"page_remold_vs_direct_p50", ReadRatio::remold_over_direct, false}},
+    .legend =
+        "  p50/p99 ms = latency of one product page (with n <= 100 reads, p99 is the slowest one);\n"
+        "  findOne+find = the application's two reads together. app/page = the application's\n"
+        "  percentile / the remold findOne's (what the embedded subset saves a reader);\n"
+        "  app/direct = the same against the direct findOne; page R/D = findOne through remold /\n"
+        "  findOne direct (the hop: products have no rule, remold forwards them as they are).\n"
+        "  seed s = seeding both sides directly (reviews with insertMany, then the products).\n"
+        "  be cpu us P/A = backend CPU microseconds per direct findOne / per application page (? = pid\n"
+        "  not given). check: every product's recentReviews against its first 10 reviews as the\n"
+        "  backend sorts them, every side's answer for every product against the generated reviews,\n"
+        "  and the number of reviews of every timed read.\n",
 };
 
 struct PageRead {
@@ -325,12 +346,11 @@ class SubsetScenario : public PatternScenario {
               bool with_subset);
   std::string verify_products(Harness& h, const char* db, int64_t expected_reviews, int64_t expected_products);
   WriteCase run_insert(Harness& h, WriteSide side, int clients, int round, double seconds);
-  ReadRow run_read(Harness& h, int64_t per_product, int64_t products);
+  ReadCell run_read(Harness& h, int64_t per_product, int64_t products);
   PageRead read(int side, int64_t product, bool keep);
-  void print_read_table(const std::vector<ReadRow>& rows) const;
 
   Options opt_;
-  ClientPtr read_client_[kReadSides];
+  std::vector<ClientPtr> read_client_;  // by ReadSide
 };
 
 bool SubsetScenario::set_option(const std::string& flag, const std::string& value) {
@@ -619,10 +639,8 @@ PageRead SubsetScenario::read(int side, int64_t product, bool keep) {
   return out;
 }
 
-ReadRow SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t products) {
-  ReadRow row;
-  row.per_product = per_product;
-  row.products = products;
+ReadCell SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t products) {
+  ReadCell row;
 
   // The reviews of every product, interleaved product by product; the same
   // reviews on both sides.
@@ -634,7 +652,10 @@ ReadRow SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t produc
   const auto recent = first_reviews(reviews, products);
   const double ruled_s = seed(h, kRuledDb, reviews, products, true);
   const double direct_s = seed(h, kDirectDb, reviews, products, false);
-  row.seed_seconds = ruled_s + direct_s;
+  row.key_text = {std::to_string(per_product), std::to_string(products), fixed_or_unknown(ruled_s + direct_s, 2)};
+  row.key_json = {{"reviews_per_product", std::to_string(per_product)},
+                  {"products", std::to_string(products)},
+                  {"seed_seconds", number_or_null(ruled_s + direct_s)}};
   std::printf("  read cell %lld reviews/product: seeded %zu reviews and %lld products directly on each side "
               "in %.2f s (remold side, with recentReviews) + %.2f s (direct side)\n",
               static_cast<long long>(per_product), reviews.size(), static_cast<long long>(products), ruled_s,
@@ -675,9 +696,6 @@ ReadRow SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t produc
   }
   row.verify_message = msg.str();
 
-  for (int w = 0; w < opt_.read_warmup; ++w)
-    for (int side = 0; side < kReadSides; ++side) note(side, read(side, w % products, false));
-
   // Timed rounds: one read per side of one random product.
   int64_t product = 0;
   auto pick_product = [&] { product = static_cast<int64_t>(rng() % static_cast<uint64_t>(products)); };
@@ -691,96 +709,25 @@ ReadRow SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t produc
     if (!r.ok) return std::nullopt;
     return r.ms;
   };
-  std::vector<SideSamples> samples =
-      run_rounds(opt_.reads, {kPageRemold, kPageDirect, kPageApp}, h.cpu(), pick_product, timed_read);
-  for (int side = 0; side < kReadSides; ++side) row.timed[side] = std::move(samples[side]);
-  row.load1 = load_average();
+  auto warm = [&](int side, int w) { note(side, read(side, w % products, false)); };
+  time_read_cell(row, opt_.reads, opt_.read_warmup, h.cpu(), warm, pick_product, timed_read);
   return row;
-}
-
-// ---- tables ----------------------------------------------------------------------
-
-void SubsetScenario::print_read_table(const std::vector<ReadRow>& rows) const {
-  std::printf("\n(a) the product page: findOne of the product embedding its recent reviews (via remold,\n"
-              "    direct) vs the application's findOne + find(reviews).sort({at: -1}).limit(10) (direct)\n");
-  std::printf("%15s %8s %7s %19s %19s %19s %17s %13s %15s %18s %6s %s\n", "reviews/product", "products",
-              "seed s", "findOne remold ms", "findOne direct ms", "findOne+find ms", "app/page p50 p99",
-              "app/direct p50", "page R/D p50", "be cpu us P/A", "n", "check");
-  for (const ReadRow& r : rows) {
-    const SideSamples& page_remold = r.timed[kPageRemold];
-    const SideSamples& page_direct = r.timed[kPageDirect];
-    const SideSamples& app = r.timed[kPageApp];
-    std::string check = "verified";
-    if (!r.ok()) check = "FAILED: " + r.verify_message + r.failures.text("reads");
-    const std::string app_ratio =
-        ratio_text(app.p50(), page_remold.p50()) + " " + ratio_text(app.p99(), page_remold.p99());
-    const std::string be = cpu_us(page_direct.backend_cpu_s) + "/" + cpu_us(app.backend_cpu_s);
-    std::printf("%15lld %8lld %7.2f %19s %19s %19s %17s %13s %15s %18s %6zu %s\n",
-                static_cast<long long>(r.per_product), static_cast<long long>(r.products), r.seed_seconds,
-                ms_pair(page_remold.ms).c_str(), ms_pair(page_direct.ms).c_str(), ms_pair(app.ms).c_str(),
-                app_ratio.c_str(), ratio_text(app.p50(), page_direct.p50()).c_str(),
-                ratio_text(page_remold.p50(), page_direct.p50()).c_str(), be.c_str(), page_remold.ms.size(),
-                check.c_str());
-  }
-  std::printf(
-      "\n  p50/p99 ms = latency of one product page (with n <= 100 reads, p99 is the slowest one);\n"
-      "  findOne+find = the application's two reads together. app/page = the application's\n"
-      "  percentile / the remold findOne's (what the embedded subset saves a reader);\n"
-      "  app/direct = the same against the direct findOne; page R/D = findOne through remold /\n"
-      "  findOne direct (the hop: products have no rule, remold forwards them as they are).\n"
-      "  seed s = seeding both sides directly (reviews with insertMany, then the products).\n"
-      "  be cpu us P/A = backend CPU microseconds per direct findOne / per application page (? = pid\n"
-      "  not given). check: every product's recentReviews against its first 10 reviews as the\n"
-      "  backend sorts them, every side's answer for every product against the generated reviews,\n"
-      "  and the number of reviews of every timed read.\n");
-  for (const ReadRow& r : rows) {
-    JsonObject j;
-    j.add("bench", "subset_read").add("reviews_per_product", r.per_product).add("products", r.products)
-        .raw("seed_seconds", number_or_null(r.seed_seconds));
-    const char* keys[kReadSides] = {"find_one_remold", "find_one_direct", "app_find_one_and_find"};
-    for (int s = 0; s < kReadSides; ++s)
-      j.raw(keys[s], JsonObject()
-                         .raw("p50_ms", number_or_null(r.timed[s].p50()))
-                         .raw("p99_ms", number_or_null(r.timed[s].p99()))
-                         .add("n", r.timed[s].ms.size())
-                         .raw("cpu_us", JsonObject()
-                                            .raw("remold", number_or_null(us_of(r.timed[s].remold_cpu_s)))
-                                            .raw("backend", number_or_null(us_of(r.timed[s].backend_cpu_s)))
-                                            .str())
-                         .str());
-    auto ratio = [](double a, double b) { return number_or_null(a > 0 && b > 0 ? a / b : -1); };
-    const SideSamples* t = r.timed;
-    j.raw("app_vs_page_remold_p50", ratio(t[kPageApp].p50(), t[kPageRemold].p50()))
-        .raw("app_vs_page_remold_p99", ratio(t[kPageApp].p99(), t[kPageRemold].p99()))
-        .raw("app_vs_page_direct_p50", ratio(t[kPageApp].p50(), t[kPageDirect].p50()))
-        .raw("page_remold_vs_direct_p50", ratio(t[kPageRemold].p50(), t[kPageDirect].p50()))
-        .add("errors", r.failures.count).add("ok", r.ok()).add("load1", r.load1)
-        .add("cores", usable_cores());
-    print_bench_json(j);
-  }
-  std::fflush(stdout);
 }
 
 // ---- the run ---------------------------------------------------------------------
 
 bool SubsetScenario::run_reads(Harness& h) {
-  for (int side = 0; side < kReadSides; ++side)
-    read_client_[side] = h.connect(side == kPageRemold ? Via::remold : Via::direct);
+  read_client_ = connect_read_sides(h);
   bool all_ok = true;
-  std::vector<ReadRow> rows;
+  std::vector<ReadCell> cells;
   for (size_t cell = 0; cell < opt_.read_sizes.size(); ++cell) {
     const int64_t size = opt_.read_sizes[cell];
-    rows.push_back(run_read(h, size, opt_.products_for(cell)));
-    const ReadRow& r = rows.back();
-    std::printf("  read cell %lld reviews/product: %zu rounds, p50 findOne remold %.3f ms, direct %.3f ms, "
-                "findOne + find %.3f ms%s%s\n",
-                static_cast<long long>(size), r.timed[kPageRemold].ms.size(), r.timed[kPageRemold].p50(),
-                r.timed[kPageDirect].p50(), r.timed[kPageApp].p50(), r.ok() ? "" : "; FAILED: ",
-                r.ok() ? "" : (r.verify_message + r.failures.first).c_str());
-    std::fflush(stdout);
-    all_ok = all_ok && r.ok();
+    cells.push_back(run_read(h, size, opt_.products_for(cell)));
+    const std::string label = "  read cell " + std::to_string(size) + " reviews/product";
+    print_read_progress(label.c_str(), cells.back(), kReadTable);
+    all_ok = all_ok && cells.back().ok();
   }
-  print_read_table(rows);
+  print_read_table(cells, kReadTable);
   return all_ok;
 }
 
