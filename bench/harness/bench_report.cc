@@ -41,6 +41,8 @@ std::string number_or_null(double value, const char* format) {
   return buf;
 }
 
+std::string ratio_json(double num, double den) { return number_or_null(num > 0 && den > 0 ? num / den : -1); }
+
 JsonObject& JsonObject::add(std::string_view key, std::string_view text) {
   return raw(key, "\"" + json_escape(std::string(text)) + "\"");
 }

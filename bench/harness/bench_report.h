@@ -9,6 +9,7 @@
 //     kept; cpu_us() is that as a whole number for a table, "?" if unknown.
 //   - number_or_null() formats a JSON number with a printf format, "null"
 //     when it is negative (unknown) or not finite.
+//   - ratio_json() is num / den as a JSON number, "null" unless both are > 0.
 //   - JsonObject builds one JSON object in the order its fields are added:
 //     strings are escaped, doubles print as an ostream prints them (6
 //     significant digits), raw() takes text that is JSON already (null, a
@@ -30,6 +31,7 @@ std::string fixed_or_unknown(double value, int decimals);
 double us_of(double seconds);
 std::string cpu_us(double seconds);
 std::string number_or_null(double value, const char* format = "%.4g");
+std::string ratio_json(double num, double den);
 
 class JsonObject {
  public:

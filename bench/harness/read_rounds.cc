@@ -30,25 +30,13 @@ std::string ratio_cell(const ReadCell& cell, const RatioColumn& column) {
   return text;
 }
 
-std::string ratio_json(const ReadCell& cell, const RatioField& field) {
+std::string ratio_field(const ReadCell& cell, const RatioField& field) {
   const auto [num, den] = sides_of(field.ratio);
   const SideSamples& a = cell.timed[static_cast<size_t>(num)];
   const SideSamples& b = cell.timed[static_cast<size_t>(den)];
   const double x = field.p99 ? a.p99() : a.p50();
   const double y = field.p99 ? b.p99() : b.p50();
-  return number_or_null(x > 0 && y > 0 ? x / y : -1);
-}
-
-std::string side_json(const SideSamples& s) {
-  return JsonObject()
-      .raw("p50_ms", number_or_null(s.p50()))
-      .raw("p99_ms", number_or_null(s.p99()))
-      .add("n", s.ms.size())
-      .raw("cpu_us", JsonObject()
-                         .raw("remold", number_or_null(us_of(s.remold_cpu_s)))
-                         .raw("backend", number_or_null(us_of(s.backend_cpu_s)))
-                         .str())
-      .str();
+  return ratio_json(x, y);
 }
 
 void print_cell(const std::string& text, int width) { std::printf("%*s ", width, text.c_str()); }
@@ -63,6 +51,18 @@ std::vector<ClientPtr> connect_read_sides(const Harness& harness) {
   for (int side = 0; side < kReadSides; ++side)
     clients.push_back(harness.connect(side == kReadRemold ? Via::remold : Via::direct));
   return clients;
+}
+
+std::string side_json(const SideSamples& s) {
+  return JsonObject()
+      .raw("p50_ms", number_or_null(s.p50()))
+      .raw("p99_ms", number_or_null(s.p99()))
+      .add("n", s.ms.size())
+      .raw("cpu_us", JsonObject()
+                         .raw("remold", number_or_null(us_of(s.remold_cpu_s)))
+                         .raw("backend", number_or_null(us_of(s.backend_cpu_s)))
+                         .str())
+      .str();
 }
 
 std::string ReadCell::check_text() const {
@@ -112,7 +112,7 @@ void print_read_table(const std::vector<ReadCell>& cells, const ReadTable& table
     for (const auto& [key, json] : cell.key_json) j.raw(key, json);
     for (int side = 0; side < kReadSides; ++side)
       j.raw(table.side_json[side], side_json(cell.timed[static_cast<size_t>(side)]));
-    for (const RatioField& field : table.ratio_fields) j.raw(field.key, ratio_json(cell, field));
+    for (const RatioField& field : table.ratio_fields) j.raw(field.key, ratio_field(cell, field));
     j.add("errors", cell.failures.count).add("ok", cell.ok()).add("load1", cell.load1).add("cores", usable_cores());
     print_bench_json(j);
   }

@@ -28,6 +28,8 @@
 //     (ReadTable::json_name), the cell's key fields, one object per side
 //     (p50_ms, p99_ms, n, cpu_us {remold, backend}), the ratio fields (null
 //     unless both percentiles are > 0), errors, ok, load1, cores.
+//   - side_json() is that object of one side's samples (for any table of
+//     run_rounds() sides).
 #pragma once
 
 #include "failures.h"
@@ -99,6 +101,8 @@ struct ReadTable {
   std::vector<RatioField> ratio_fields;
   std::string legend;                           // the lines below the table, each "  ...\n"
 };
+
+std::string side_json(const SideSamples& samples);
 
 void print_read_progress(const char* label, const ReadCell& cell, const ReadTable& table);
 

@@ -49,6 +49,7 @@
 #include "client_threads.h"
 #include "failures.h"
 #include "pattern_harness.h"
+#include "read_rounds.h"
 #include "timed_rounds.h"
 #include "write_rounds.h"
 
@@ -345,22 +346,48 @@ Layout make_layout(const Options& opt) {
 
 // ---- sides and results -----------------------------------------------------------
 
-// Read sides: the order with its copy through remold, the same directly,
-// and the application's aggregate with $lookup without the pattern.
-enum ReadSide { kViewRemold = 0, kViewDirect = 1, kViewLookup = 2 };
-constexpr int kReadSides = 3;
+// Read sides (read_rounds.h): the order with its copy through remold, the
+// same directly, and the application's aggregate with $lookup without the
+// pattern.
+enum ExtrefReadSide { kViewRemold = kReadRemold, kViewDirect = kReadDirect, kViewLookup = kReadApp };
 const char* read_side_name(int s) {
   return s == kViewRemold ? "findOne via remold" : s == kViewDirect ? "findOne direct" : "$lookup direct";
 }
 
-struct ReadRow {
-  SideSamples timed[kReadSides];
-  Failures failures;
-  std::string verify_message;
-  int64_t checked = 0;  // orders whose every side's answer was checked
-  double load1 = 0;
-  bool ok() const { return failures.count == 0 && verify_message.empty(); }
-};
+// The read table (read_rounds.h), one row; `checked`: the sample orders
+// whose every side's answer was checked.
+ReadTable read_table(int64_t checked) {
+  char check[200];
+  std::snprintf(check, sizeof check,
+                "  check: %lld sample orders read on every side before timing, byte for byte against the\n",
+                static_cast<long long>(checked));
+  return ReadTable{
+      .json_name = "extref_read",
+      .title = "(a) the order view: findOne of the order holding its customer's copy (via remold, direct)\n"
+               "    vs the application's aggregate $match {_id} + $lookup of the customer (direct)\n",
+      .key_columns = {{"orders", 8}, {"customers", 9}},
+      .side_headers = {"findOne remold ms", "findOne direct ms", "$lookup ms"},
+      .side_json = {"find_one_remold", "find_one_direct", "app_lookup"},
+      .progress_names = {"findOne remold", "direct", "$lookup"},
+      .ratio_columns = {{{"lookup/view p50 p99", 19}, ReadRatio::app_over_remold, true},
+                        {{"lookup/dir p50", 14}, ReadRatio::app_over_direct, false},
+                        {{"view R/D p50", 13}, ReadRatio::remold_over_direct, false}},
+      .backend_cpu = {"be cpu us F/L", 15},
+      .ratio_fields = {{"lookup_vs_view_remold_p50", ReadRatio::app_over_remold, false},
+                       {"lookup_vs_view_remold_p99", ReadRatio::app_over_remold, true},
+                       {"lookup_vs_view_direct_p50", ReadRatio::app_over_direct, false},
+                       {"view_remold_vs_direct_p50", ReadRatio::remold_over_direct, false}},
+      .legend =
+          std::string("  p50/p99 ms = latency of one order view (with n <= 100 reads, p99 is the slowest one).\n"
+                      "  lookup/view = the $lookup's percentile / the remold findOne's (what the copy saves a reader);\n"
+                      "  lookup/dir = the same against the direct findOne; view R/D = findOne through remold /\n"
+                      "  findOne direct (the hop: remold forwards reads of the orders unchanged).\n"
+                      "  be cpu us F/L = backend CPU microseconds per direct findOne / per $lookup (? = pid not given).\n") +
+          check +
+          "  generated order (with the copy; $lookup: with [its whole customer]), and every timed read\n"
+          "  found its order with its customer.\n",
+  };
+}
 
 struct OrderRead {
   bool ok = false;
@@ -430,7 +457,6 @@ class ExtendedReferenceScenario : public PatternScenario {
   bool run_fanouts(Harness& h);
   FanRow run_fanout(Harness& h, size_t cell);
   bool final_check(Harness& h);
-  void print_read_table(const ReadRow& r) const;
   void print_insert_table(const std::vector<WriteCase>& cases) const;
   void print_fanout_table(const std::vector<FanRow>& rows) const;
 
@@ -442,7 +468,7 @@ class ExtendedReferenceScenario : public PatternScenario {
   std::set<int64_t> updated_via_remold_;  // customers whose name remold updated
   int64_t version_ = 0;                   // names written by the fan-out cells
   std::map<int64_t, std::string> names_;  // customer -> the name last written (both sides)
-  ClientPtr read_client_[kReadSides];
+  std::vector<ClientPtr> read_client_;  // by ReadSide
   ClientPtr fan_client_[2];
 
   int64_t& expected_orders(const char* db) { return expected_orders_[db == kRuledDb ? 0 : 1]; }
@@ -743,9 +769,13 @@ OrderRead ExtendedReferenceScenario::read(int side, int64_t order, bool keep) {
 }
 
 bool ExtendedReferenceScenario::run_reads(Harness& h) {
-  for (int side = 0; side < kReadSides; ++side)
-    read_client_[side] = h.connect(side == kViewRemold ? Via::remold : Via::direct);
-  ReadRow row;
+  read_client_ = connect_read_sides(h);
+  ReadCell row;
+  row.key_text = {std::to_string(opt_.orders), std::to_string(opt_.customers)};
+  row.key_json = {{"orders", std::to_string(opt_.orders)},
+                  {"customers", std::to_string(opt_.customers)},
+                  {"seed_seconds", number_or_null(seed_seconds_[0] + seed_seconds_[1])}};
+  int64_t checked = 0;  // sample orders whose every side's answer was checked
   auto note = [&](int side, const OrderRead& r) {
     if (!r.ok) row.failures.add(std::string(read_side_name(side)) + ": " + r.error);
   };
@@ -779,12 +809,9 @@ bool ExtendedReferenceScenario::run_reads(Harness& h) {
         msg << read_side_name(side) << " of order " << j << ": " << r.found << " documents, the first "
             << json_or_none(r.doc.get()) << ", expected " << to_json(want) << "; ";
     }
-    ++row.checked;
+    ++checked;
   }
   row.verify_message = msg.str();
-
-  for (int w = 0; w < opt_.read_warmup; ++w)
-    for (int side = 0; side < kReadSides; ++side) note(side, read(side, w % opt_.orders, false));
 
   int64_t order = 0;
   auto pick_order = [&] { order = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt_.orders)); };
@@ -798,15 +825,11 @@ bool ExtendedReferenceScenario::run_reads(Harness& h) {
                        (r.found ? std::string(" without its customer") : ""));
     return r.ms;
   };
-  std::vector<SideSamples> samples =
-      run_rounds(opt_.reads, {kViewRemold, kViewDirect, kViewLookup}, h.cpu(), pick_order, timed_read);
-  for (int side = 0; side < kReadSides; ++side) row.timed[side] = std::move(samples[side]);
-  row.load1 = load_average();
-  std::printf("  read: %zu rounds, p50 findOne remold %.3f ms, direct %.3f ms, $lookup %.3f ms%s%s\n",
-              row.timed[kViewRemold].ms.size(), row.timed[kViewRemold].p50(), row.timed[kViewDirect].p50(),
-              row.timed[kViewLookup].p50(), row.ok() ? "" : "; FAILED: ",
-              row.ok() ? "" : (row.verify_message + row.failures.first).c_str());
-  print_read_table(row);
+  auto warm = [&](int side, int w) { note(side, read(side, w % opt_.orders, false)); };
+  time_read_cell(row, opt_.reads, opt_.read_warmup, h.cpu(), warm, pick_order, timed_read);
+  const ReadTable table = read_table(checked);
+  print_read_progress("  read", row, table);
+  print_read_table({row}, table);
   return row.ok();
 }
 
@@ -1042,69 +1065,12 @@ bool ExtendedReferenceScenario::final_check(Harness& h) {
 
 // ---- tables ----------------------------------------------------------------------
 
-std::string ratio_json(double a, double b) { return number_or_null(a > 0 && b > 0 ? a / b : -1); }
 // A difference, negative by noise: null only when not finite.
 std::string signed_json(double value) {
   if (!std::isfinite(value)) return "null";
   char text[32];
   std::snprintf(text, sizeof text, "%.4g", value);
   return text;
-}
-
-std::string side_json(const SideSamples& s) {
-  return JsonObject()
-      .raw("p50_ms", number_or_null(s.p50()))
-      .raw("p99_ms", number_or_null(s.p99()))
-      .add("n", s.ms.size())
-      .raw("cpu_us", JsonObject()
-                         .raw("remold", number_or_null(us_of(s.remold_cpu_s)))
-                         .raw("backend", number_or_null(us_of(s.backend_cpu_s)))
-                         .str())
-      .str();
-}
-
-void ExtendedReferenceScenario::print_read_table(const ReadRow& r) const {
-  std::printf("\n(a) the order view: findOne of the order holding its customer's copy (via remold, direct)\n"
-              "    vs the application's aggregate $match {_id} + $lookup of the customer (direct)\n");
-  std::printf("%8s %9s %19s %19s %19s %19s %14s %13s %15s %6s %s\n", "orders", "customers", "findOne remold ms",
-              "findOne direct ms", "$lookup ms", "lookup/view p50 p99", "lookup/dir p50", "view R/D p50",
-              "be cpu us F/L", "n", "check");
-  const SideSamples& view_r = r.timed[kViewRemold];
-  const SideSamples& view_d = r.timed[kViewDirect];
-  const SideSamples& lookup = r.timed[kViewLookup];
-  std::string check = "verified";
-  if (!r.ok()) check = "FAILED: " + r.verify_message + r.failures.text("reads");
-  const std::string lookup_ratio =
-      ratio_text(lookup.p50(), view_r.p50()) + " " + ratio_text(lookup.p99(), view_r.p99());
-  const std::string be = cpu_us(view_d.backend_cpu_s) + "/" + cpu_us(lookup.backend_cpu_s);
-  std::printf("%8lld %9lld %19s %19s %19s %19s %14s %13s %15s %6zu %s\n", static_cast<long long>(opt_.orders),
-              static_cast<long long>(opt_.customers), ms_pair(view_r.ms).c_str(), ms_pair(view_d.ms).c_str(),
-              ms_pair(lookup.ms).c_str(), lookup_ratio.c_str(), ratio_text(lookup.p50(), view_d.p50()).c_str(),
-              ratio_text(view_r.p50(), view_d.p50()).c_str(), be.c_str(), view_r.ms.size(), check.c_str());
-  std::printf(
-      "\n  p50/p99 ms = latency of one order view (with n <= 100 reads, p99 is the slowest one).\n"
-      "  lookup/view = the $lookup's percentile / the remold findOne's (what the copy saves a reader);\n"
-      "  lookup/dir = the same against the direct findOne; view R/D = findOne through remold /\n"
-      "  findOne direct (the hop: remold forwards reads of the orders unchanged).\n"
-      "  be cpu us F/L = backend CPU microseconds per direct findOne / per $lookup (? = pid not given).\n"
-      "  check: %lld sample orders read on every side before timing, byte for byte against the\n"
-      "  generated order (with the copy; $lookup: with [its whole customer]), and every timed read\n"
-      "  found its order with its customer.\n",
-      static_cast<long long>(r.checked));
-  JsonObject j;
-  j.add("bench", "extref_read").add("orders", opt_.orders).add("customers", opt_.customers)
-      .raw("seed_seconds", number_or_null(seed_seconds_[0] + seed_seconds_[1]))
-      .raw("find_one_remold", side_json(view_r))
-      .raw("find_one_direct", side_json(view_d))
-      .raw("app_lookup", side_json(lookup))
-      .raw("lookup_vs_view_remold_p50", ratio_json(lookup.p50(), view_r.p50()))
-      .raw("lookup_vs_view_remold_p99", ratio_json(lookup.p99(), view_r.p99()))
-      .raw("lookup_vs_view_direct_p50", ratio_json(lookup.p50(), view_d.p50()))
-      .raw("view_remold_vs_direct_p50", ratio_json(view_r.p50(), view_d.p50()))
-      .add("errors", r.failures.count).add("ok", r.ok()).add("load1", r.load1)
-      .add("cores", usable_cores());
-  print_bench_json(j);
-  std::fflush(stdout);
 }
 
 void ExtendedReferenceScenario::print_insert_table(const std::vector<WriteCase>& cases) const {
