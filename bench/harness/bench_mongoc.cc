@@ -119,6 +119,18 @@ InsertResult insert_many(mongoc_collection_t* collection, const bson_t* const* d
   return result;
 }
 
+bool update_one_matching(mongoc_collection_t* collection, const bson_t* selector, const bson_t* update,
+                         const char* what, long long id, bson_error_t* error) {
+  bson_t reply;
+  bool ok = mongoc_collection_update_one(collection, selector, update, nullptr, &reply, error);
+  if (ok && number_at(&reply, "matchedCount").value_or(0) != 1) {
+    ok = false;
+    std::snprintf(error->message, sizeof error->message, "%s %lld matched %s", what, id, to_json(&reply).c_str());
+  }
+  bson_destroy(&reply);
+  return ok;
+}
+
 void delete_all(mongoc_client_t* client, const char* db, const char* collection) {
   BsonPtr cmd(BCON_NEW("delete", BCON_UTF8(collection), "deletes", "[", "{", "q", "{", "}",
                        "limit", BCON_INT32(0), "}", "]"));

@@ -18,6 +18,9 @@
 //     reports success and insertedCount equals `count`; otherwise `error`
 //     says why (with the reply). delete_all() empties a collection with a
 //     delete (no drop) and throws std::runtime_error on failure.
+//   - update_one_matching() sends one update_one that must match exactly
+//     one document: false with the driver's error, or with "WHAT ID
+//     matched REPLY" in error->message when it matched another number.
 //   - run_main() wraps a bench's run between mongoc_init() and
 //     mongoc_cleanup(): it returns what `run` returns, or 1 after printing
 //     "PROGRAM: fatal: what" to stderr when `run` throws.
@@ -99,6 +102,8 @@ struct InsertResult {
 InsertResult insert_many(mongoc_collection_t* collection, const bson_t* const* docs, size_t count,
                          const bson_t* opts);
 void delete_all(mongoc_client_t* client, const char* db, const char* collection);
+bool update_one_matching(mongoc_collection_t* collection, const bson_t* selector, const bson_t* update,
+                         const char* what, long long id, bson_error_t* error);
 // The exact number of documents of `collection` (an aggregate that counts
 // them, never the `count` command: DocumentDB answers a `count` without a
 // query from its statistics, docs/backends.md departure 7); -1 with `error`

@@ -9,9 +9,11 @@
 //     when `seconds` is given, until that many seconds have passed since the
 //     start (the operation that is running then finishes).
 //   - An operation records into its thread's Tally: the latency of what it
-//     timed, the units of work done, and its failures. The run returns the tallies merged, the wall seconds from
-//     the start to the last thread's end, the CPU spent meanwhile and the
-//     1-minute load average at the end.
+//     timed, the units of work done, and its failures; record() counts one
+//     unit of work that took `ms` when `ok`, else one failure with `error`.
+//     The run returns the tallies merged, the wall seconds from the start
+//     to the last thread's end, the CPU spent meanwhile and the 1-minute
+//     load average at the end.
 //   - A mongoc_client_t is single-threaded: each thread uses only its own.
 #pragma once
 
@@ -32,6 +34,14 @@ struct Tally {
   int64_t done = 0;
   Failures failures;
 
+  void record(bool ok, double latency_ms, const char* error) {
+    if (ok) {
+      ++done;
+      ms.push_back(latency_ms);
+    } else {
+      failures.add(error);
+    }
+  }
   void merge(Tally&& other);
 };
 

@@ -70,12 +70,27 @@ std::string ReadCell::check_text() const {
   return "FAILED: " + verify_message + failures.text("reads");
 }
 
-void time_read_cell(ReadCell& cell, const RoundLimits& limits, int warmup, const CpuProbe& cpu,
+bool set_read_option(ReadSchedule& schedule, const std::string& flag, const std::string& value) {
+  auto int_arg = [&](int lo, int hi) { return static_cast<int>(parse_int(flag, value, lo, hi)); };
+  if (flag == "--read-seconds") schedule.limits.seconds = parse_number(flag, value, true);
+  else if (flag == "--min-reads") schedule.limits.min_rounds = int_arg(1, 10'000'000);
+  else if (flag == "--max-reads") schedule.limits.max_rounds = int_arg(1, 10'000'000);
+  else if (flag == "--max-read-seconds") schedule.limits.max_seconds = parse_number(flag, value);
+  else if (flag == "--read-warmup") schedule.warmup = int_arg(0, 100000);
+  else return false;
+  return true;
+}
+
+void check_read_schedule(const ReadSchedule& schedule) {
+  if (schedule.limits.max_rounds < schedule.limits.min_rounds) usage_error("--max-reads is below --min-reads");
+}
+
+void time_read_cell(ReadCell& cell, const ReadSchedule& schedule, const CpuProbe& cpu,
                     const std::function<void(int side, int w)>& warm, const std::function<void()>& start_round,
                     const std::function<std::optional<double>(int side)>& timed_read) {
-  for (int w = 0; w < warmup; ++w)
+  for (int w = 0; w < schedule.warmup; ++w)
     for (int side = 0; side < kReadSides; ++side) warm(side, w);
-  cell.timed = run_rounds(limits, {kReadRemold, kReadDirect, kReadApp}, cpu, start_round, timed_read);
+  cell.timed = run_rounds(schedule.limits, {kReadRemold, kReadDirect, kReadApp}, cpu, start_round, timed_read);
   cell.load1 = load_average();
 }
 

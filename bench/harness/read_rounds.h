@@ -9,6 +9,11 @@
 //     through remold), kReadDirect (the same read on the backend directly)
 //     and kReadApp (the application's reads without the pattern, directly).
 //     connect_read_sides() gives one connection per side, by ReadSide.
+//   - A ReadSchedule is how a cell's reads run; set_read_option() takes its
+//     flags (--read-seconds S, 0 allowed; --min-reads N and --max-reads N,
+//     1..10,000,000; --max-read-seconds S; --read-warmup N, 0..100,000) and
+//     returns false for any other; check_read_schedule() is a usage error
+//     when --max-reads is below --min-reads.
 //   - time_read_cell() runs `warmup` untimed rounds (round w: warm(side, w)
 //     for every side in order), then rounds of one timed read per side
 //     while `limits` allow (run_rounds(), timed_rounds.h); it fills the
@@ -49,6 +54,14 @@ constexpr int kReadSides = 3;
 
 std::vector<ClientPtr> connect_read_sides(const Harness& harness);
 
+struct ReadSchedule {
+  RoundLimits limits;  // the timed rounds of a cell
+  int warmup = 0;      // untimed reads per side per cell
+};
+
+bool set_read_option(ReadSchedule& schedule, const std::string& flag, const std::string& value);
+void check_read_schedule(const ReadSchedule& schedule);
+
 // The timed reads of one cell and what went wrong in it.
 struct ReadCell {
   std::vector<std::string> key_text;                         // the key columns, as printed
@@ -62,7 +75,7 @@ struct ReadCell {
   std::string check_text() const;
 };
 
-void time_read_cell(ReadCell& cell, const RoundLimits& limits, int warmup, const CpuProbe& cpu,
+void time_read_cell(ReadCell& cell, const ReadSchedule& schedule, const CpuProbe& cpu,
                     const std::function<void(int side, int w)>& warm, const std::function<void()>& start_round,
                     const std::function<std::optional<double>(int side)>& timed_read);
 

@@ -49,6 +49,26 @@ struct WriteRow {
 
 }  // namespace
 
+bool set_write_option(WriteSchedule& schedule, const std::string& flag, const std::string& value) {
+  if (flag == "--clients") schedule.clients = parse_count_list(flag, value, 256);
+  else if (flag == "--seconds") schedule.seconds = parse_number(flag, value);
+  else if (flag == "--rounds") schedule.rounds = static_cast<int>(parse_int(flag, value, 1, 1000));
+  else if (flag == "--warmup") schedule.warmup = parse_number(flag, value, true);
+  else return false;
+  return true;
+}
+
+std::string clients_text(const std::vector<int>& clients) {
+  std::string text;
+  for (int c : clients) text += (text.empty() ? "" : ",") + std::to_string(c);
+  return text;
+}
+
+uint64_t thread_seed(int round, int side, int clients, int thread) {
+  return static_cast<uint64_t>(round) * 1000003u + static_cast<uint64_t>(side) * 1009u +
+         static_cast<uint64_t>(clients) * 31u + static_cast<uint64_t>(thread);
+}
+
 std::string WriteCase::failure() const {
   const Failures& failures = run.tally.failures;
   return (failures.count ? failures.text("inserts") + "; " : "") + verify_message;

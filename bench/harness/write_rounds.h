@@ -14,6 +14,11 @@
 //     ran without a failure and passed its check.
 //   - run_write_rounds() is run_write_cases() of two sides, remold then
 //     direct (WriteCase::side is a WriteSide), followed by the table.
+//   - set_write_option() takes the flags of a WriteSchedule (--clients
+//     1,8; --seconds S; --rounds N, 1..1000; --warmup S, 0 allowed) and
+//     returns false for any other; clients_text() is "1,8".
+//   - thread_seed() is the seed of one client thread's random generator in
+//     a case, distinct per round, side, client count and thread.
 //   - A case (run_case) runs on a side made fresh for it and is verified
 //     after it: WriteCase.run is its client threads' run (done = writes
 //     acknowledged, ms = latency per unit), verify_message is empty when its
@@ -37,6 +42,9 @@
 namespace bench_common {
 
 struct WriteCase {
+  WriteCase() = default;
+  WriteCase(int side, int clients, int round) : side(side), clients(clients), round(round) {}
+
   int side = 0;  // index in the sides of its rounds
   int clients = 1;
   int round = 0;
@@ -65,6 +73,9 @@ struct WriteTable {
   const char* check_legend; // the legend's lines on the check, each "  ...\n"
 };
 
+bool set_write_option(WriteSchedule& schedule, const std::string& flag, const std::string& value);
+std::string clients_text(const std::vector<int>& clients);
+
 using RunWriteCase = std::function<WriteCase(int side, int clients, int round, double seconds)>;
 
 struct WriteRounds {
@@ -74,6 +85,8 @@ struct WriteRounds {
 
 WriteRounds run_write_cases(const WriteSchedule& schedule, const std::vector<const char*>& side_names,
                             const char* units, const RunWriteCase& run_case);
+
+uint64_t thread_seed(int round, int side, int clients, int thread);
 
 enum class WriteSide { remold = 0, direct = 1 };
 

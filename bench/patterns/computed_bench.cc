@@ -31,6 +31,7 @@
 #include "batch_load.h"
 #include "bench_common.h"
 #include "bench_mongoc.h"
+#include "bson_fields.h"
 #include "bench_report.h"
 #include "client_threads.h"
 #include "failures.h"
@@ -95,34 +96,17 @@ const char kOptions[] =
 struct Options {
   bool run_insert = true;
   bool run_read = true;
-  std::vector<int> clients{1, 8};
-  double seconds = 3;    // timed seconds per insert case and round
-  int rounds = 3;        // insert rounds (remold and direct back to back, ABBA)
-  double warmup = 2;     // untimed seconds of inserts per side before the first round
+  WriteSchedule inserts{.clients = {1, 8}, .rounds = 3, .seconds = 3, .warmup = 2};  // write_rounds.h
   int64_t posts = 1000;  // posts the inserted comments pick from
   std::vector<int64_t> read_sizes{100, 10000};  // comments per post in the read cells
   int64_t read_posts = 5;                       // posts per read cell
-  RoundLimits reads{.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
-                    .rounds_before_cutoff = 10};
-  int read_warmup = 20;  // untimed reads per side per cell
+  ReadSchedule reads{.limits = {.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
+                                .rounds_before_cutoff = 10},
+                     .warmup = 20};  // per cell (read_rounds.h)
   int batch = 1000;      // comments per insertMany while loading a read cell
 };
 
 // ---- documents ---------------------------------------------------------------
-
-// The int64 / date at a top-level key, when present with that type.
-std::optional<int64_t> int_at(const bson_t* doc, const char* key) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, doc, key)) return std::nullopt;
-  if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) return bson_iter_as_int64(&it);
-  return std::nullopt;
-}
-
-std::optional<int64_t> date_at(const bson_t* doc, const char* key) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_DATE_TIME(&it)) return std::nullopt;
-  return bson_iter_date_time(&it);
-}
 
 bool has_key(const bson_t* doc, const char* key) {
   bson_iter_t it;
@@ -232,25 +216,18 @@ bool ComputedScenario::set_option(const std::string& flag, const std::string& va
     if (value == "insert") opt_.run_read = false;
     else if (value == "read") opt_.run_insert = false;
     else usage_error("--only expects insert or read, got '" + value + "'");
-  } else if (flag == "--clients") opt_.clients = parse_count_list(flag, value, 256);
-  else if (flag == "--seconds") opt_.seconds = parse_number(flag, value);
-  else if (flag == "--rounds") opt_.rounds = int_arg(1, 1000);
-  else if (flag == "--warmup") opt_.warmup = parse_number(flag, value, true);
+  }
   else if (flag == "--posts") opt_.posts = parse_int(flag, value, 1, 10'000'000);
   else if (flag == "--read-sizes") opt_.read_sizes = parse_int_list(flag, value, 1, 10'000'000);
   else if (flag == "--read-posts") opt_.read_posts = parse_int(flag, value, 1, 100'000);
-  else if (flag == "--read-seconds") opt_.reads.seconds = parse_number(flag, value, true);
-  else if (flag == "--min-reads") opt_.reads.min_rounds = int_arg(1, 10'000'000);
-  else if (flag == "--max-reads") opt_.reads.max_rounds = int_arg(1, 10'000'000);
-  else if (flag == "--max-read-seconds") opt_.reads.max_seconds = parse_number(flag, value);
-  else if (flag == "--read-warmup") opt_.read_warmup = int_arg(0, 100000);
   else if (flag == "--batch") opt_.batch = int_arg(1, 100000);
-  else return false;
+  else if (!set_read_option(opt_.reads, flag, value) && !set_write_option(opt_.inserts, flag, value))
+    return false;
   return true;
 }
 
 void ComputedScenario::check_options() {
-  if (opt_.reads.max_rounds < opt_.reads.min_rounds) usage_error("--max-reads is below --min-reads");
+  check_read_schedule(opt_.reads);
 }
 
 void ComputedScenario::describe() const {
@@ -258,8 +235,7 @@ void ComputedScenario::describe() const {
               "    bench_computed.posts; direct: bench_computed_direct, written by the bench\n"
               "  clients: one connection per client thread, closed loop\n");
   if (opt_.run_insert) {
-    std::string clients;
-    for (int c : opt_.clients) clients += (clients.empty() ? "" : ",") + std::to_string(c);
+    const std::string clients = clients_text(opt_.inserts.clients);
     std::printf(
         "  (a) insert: a comment {_id, postId, createdAt, author, text} of a random post of %lld:\n"
         "      remold = insert_one into bench_computed.comments through remold (remold maintains\n"
@@ -268,7 +244,7 @@ void ComputedScenario::describe() const {
         "      $max: {lastCommentAt}}; latency per comment (both writes for direct)\n"
         "      %.3g s untimed per side, then %d rounds x clients %s x (remold, direct) of %.3g s,\n"
         "      in ABBA order; every case verified on the backend afterwards\n",
-        static_cast<long long>(opt_.posts), opt_.warmup, opt_.rounds, clients.c_str(), opt_.seconds);
+        static_cast<long long>(opt_.posts), opt_.inserts.warmup, opt_.inserts.rounds, clients.c_str(), opt_.inserts.seconds);
   }
   if (opt_.run_read)
     std::printf(
@@ -279,8 +255,8 @@ void ComputedScenario::describe() const {
         "      commentCount: {$sum: 1}, lastCommentAt: {$max: \"$createdAt\"}}}] directly;\n"
         "      %d untimed reads per side, then rounds of one read per side (a random post,\n"
         "      the order rotating) for at least %.3g s and %d rounds\n",
-        static_cast<long long>(opt_.read_posts), opt_.batch, opt_.read_warmup, opt_.reads.seconds,
-        opt_.reads.min_rounds);
+        static_cast<long long>(opt_.read_posts), opt_.batch, opt_.reads.warmup, opt_.reads.limits.seconds,
+        opt_.reads.limits.min_rounds);
 }
 
 // Empties one side's comments and posts (direct deletes) and inserts posts
@@ -372,16 +348,12 @@ std::string ComputedScenario::verify_posts(Harness& h, const char* db, int64_t e
 // One closed-loop insert case of `seconds` on a freshly reset side, verified.
 WriteCase ComputedScenario::run_insert(Harness& h, WriteSide side, int clients, int round, double seconds) {
   reset(h, side, opt_.posts);
-  WriteCase result;
-  result.side = static_cast<int>(side);
-  result.clients = clients;
-  result.round = round;
+  WriteCase result(static_cast<int>(side), clients, round);
   const char* db = side_db(side);
   auto prepare = [&](mongoc_client_t* client, int thread) -> Operation {
     SharedCollection comments = shared_collection(client, db, "comments");
     SharedCollection posts = shared_collection(client, db, "posts");
-    std::mt19937_64 rng(static_cast<uint64_t>(round) * 1000003u + static_cast<uint64_t>(side) * 1009u +
-                        static_cast<uint64_t>(clients) * 31u + static_cast<uint64_t>(thread));
+    std::mt19937_64 rng(thread_seed(round, static_cast<int>(side), clients, thread));
     return [this, side, comments, posts, rng](Tally& tally) mutable {
       const int64_t post = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt_.posts));
       const int64_t created = kT0Ms + static_cast<int64_t>(rng() % static_cast<uint64_t>(kSpreadMs));
@@ -396,24 +368,9 @@ WriteCase ComputedScenario::run_insert(Harness& h, WriteSide side, int clients, 
       bson_error_t error;
       const auto start = Clock::now();
       bool ok = mongoc_collection_insert_one(comments.get(), doc.get(), nullptr, nullptr, &error);
-      if (ok && side == WriteSide::direct) {
-        bson_t reply;
-        ok = mongoc_collection_update_one(posts.get(), selector.get(), update.get(), nullptr,
-                                          &reply, &error);
-        if (ok && number_at(&reply, "matchedCount").value_or(0) != 1) {
-          ok = false;
-          std::snprintf(error.message, sizeof error.message, "update of post %lld matched %s",
-                        static_cast<long long>(post), to_json(&reply).c_str());
-        }
-        bson_destroy(&reply);
-      }
-      const double ms = ms_since(start);
-      if (ok) {
-        ++tally.done;
-        tally.ms.push_back(ms);
-      } else {
-        tally.failures.add(error.message);
-      }
+      if (ok && side == WriteSide::direct)
+        ok = update_one_matching(posts.get(), selector.get(), update.get(), "update of post", post, &error);
+      tally.record(ok, ms_since(start), error.message);
       return true;
     };
   };
@@ -533,16 +490,14 @@ ReadCell ComputedScenario::run_read(Harness& h, int64_t per_post) {
     return r.ms;
   };
   auto warm = [&](int side, int w) { note(side, read(side, w % opt_.read_posts)); };
-  time_read_cell(row, opt_.reads, opt_.read_warmup, h.cpu(), warm, pick_post, timed_read);
+  time_read_cell(row, opt_.reads, h.cpu(), warm, pick_post, timed_read);
   return row;
 }
 
 // ---- the run ---------------------------------------------------------------------
 
 bool ComputedScenario::run_inserts(Harness& h) {
-  const WriteSchedule schedule{
-      .clients = opt_.clients, .rounds = opt_.rounds, .seconds = opt_.seconds, .warmup = opt_.warmup};
-  return run_write_rounds(schedule, kInsertTable, [&](WriteSide side, int clients, int round, double seconds) {
+  return run_write_rounds(opt_.inserts, kInsertTable, [&](WriteSide side, int clients, int round, double seconds) {
     return run_insert(h, side, clients, round, seconds);
   });
 }

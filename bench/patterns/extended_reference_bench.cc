@@ -45,6 +45,7 @@
 #include "batch_load.h"
 #include "bench_common.h"
 #include "bench_mongoc.h"
+#include "bson_fields.h"
 #include "bench_report.h"
 #include "client_threads.h"
 #include "failures.h"
@@ -134,14 +135,11 @@ struct Options {
   std::vector<int64_t> fanout{10, 1000};           // orders per customer, per fan-out cell
   std::vector<int64_t> fanout_customers{20, 5};    // customers per fan-out cell (one per cell, or one)
   int batch = 1000;
-  RoundLimits reads{.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
-                    .rounds_before_cutoff = 10};
-  int read_warmup = 20;
+  ReadSchedule reads{.limits = {.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
+                                .rounds_before_cutoff = 10},
+                     .warmup = 20};  // per cell (read_rounds.h)
   int read_checks = 50;
-  std::vector<int> clients{1, 8};
-  double seconds = 2;
-  int rounds = 3;
-  double warmup = 2;
+  WriteSchedule inserts{.clients = {1, 8}, .rounds = 3, .seconds = 2, .warmup = 2};  // write_rounds.h
   RoundLimits updates{.min_rounds = 10, .max_rounds = 2000, .seconds = 3, .max_seconds = 20,
                       .rounds_before_cutoff = 5};
   int fanout_warmup = 1;
@@ -152,13 +150,6 @@ struct Options {
 };
 
 // ---- documents ---------------------------------------------------------------
-
-std::optional<int64_t> int_at(const bson_t* doc, const char* key) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, doc, key)) return std::nullopt;
-  if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) return bson_iter_as_int64(&it);
-  return std::nullopt;
-}
 
 std::optional<std::string> utf8_at(const bson_t* doc, const char* key) {
   bson_iter_t it;
@@ -182,9 +173,6 @@ bool has_field(const bson_t* doc, const char* key) { return bson_has_field(doc, 
 
 std::string oid_key(const bson_oid_t& id) { return std::string(reinterpret_cast<const char*>(id.bytes), 12); }
 
-bool same(const bson_t* a, const bson_t* b) { return a && b && bson_equal(a, b); }
-
-std::string json_or_none(const bson_t* doc) { return doc ? to_json(doc) : std::string("(none)"); }
 
 const char* const kCities[] = {"Springfield", "Riverton", "Lakeside", "Fairview", "Georgetown",
                                "Franklin", "Clinton", "Madison", "Salem", "Oakland"};
@@ -488,27 +476,19 @@ bool ExtendedReferenceScenario::set_option(const std::string& flag, const std::s
   else if (flag == "--fanout") opt_.fanout = parse_int_list(flag, value, 1, 10'000'000);
   else if (flag == "--fanout-customers") opt_.fanout_customers = parse_int_list(flag, value, 1, 1'000'000);
   else if (flag == "--batch") opt_.batch = int_arg(1, 100000);
-  else if (flag == "--read-seconds") opt_.reads.seconds = parse_number(flag, value, true);
-  else if (flag == "--min-reads") opt_.reads.min_rounds = int_arg(1, 10'000'000);
-  else if (flag == "--max-reads") opt_.reads.max_rounds = int_arg(1, 10'000'000);
-  else if (flag == "--max-read-seconds") opt_.reads.max_seconds = parse_number(flag, value);
-  else if (flag == "--read-warmup") opt_.read_warmup = int_arg(0, 100000);
   else if (flag == "--read-checks") opt_.read_checks = int_arg(0, 1'000'000);
-  else if (flag == "--clients") opt_.clients = parse_count_list(flag, value, 256);
-  else if (flag == "--seconds") opt_.seconds = parse_number(flag, value);
-  else if (flag == "--rounds") opt_.rounds = int_arg(1, 1000);
-  else if (flag == "--warmup") opt_.warmup = parse_number(flag, value, true);
   else if (flag == "--fanout-seconds") opt_.updates.seconds = parse_number(flag, value, true);
   else if (flag == "--min-updates") opt_.updates.min_rounds = int_arg(1, 10'000'000);
   else if (flag == "--max-updates") opt_.updates.max_rounds = int_arg(1, 10'000'000);
   else if (flag == "--max-fanout-seconds") opt_.updates.max_seconds = parse_number(flag, value);
   else if (flag == "--fanout-warmup") opt_.fanout_warmup = int_arg(0, 100000);
-  else return false;
+  else if (!set_read_option(opt_.reads, flag, value) && !set_write_option(opt_.inserts, flag, value))
+    return false;
   return true;
 }
 
 void ExtendedReferenceScenario::check_options() {
-  if (opt_.reads.max_rounds < opt_.reads.min_rounds) usage_error("--max-reads is below --min-reads");
+  check_read_schedule(opt_.reads);
   if (opt_.updates.max_rounds < opt_.updates.min_rounds) usage_error("--max-updates is below --min-updates");
   if (opt_.fanout_customers.size() != 1 && opt_.fanout_customers.size() != opt_.fanout.size())
     usage_error("--fanout-customers takes one count, or one per --fanout entry (" +
@@ -550,10 +530,9 @@ void ExtendedReferenceScenario::describe() const {
         "      customers, localField: customerId, foreignField: _id, as: customer}}]; %d untimed reads\n"
         "      per side, then rounds of one read per side (the order rotating) for at least %.3g s and\n"
         "      %d rounds\n",
-        opt_.read_warmup, opt_.reads.seconds, opt_.reads.min_rounds);
+        opt_.reads.warmup, opt_.reads.limits.seconds, opt_.reads.limits.min_rounds);
   if (opt_.run_insert) {
-    std::string clients;
-    for (int c : opt_.clients) clients += (clients.empty() ? "" : ",") + std::to_string(c);
+    const std::string clients = clients_text(opt_.inserts.clients);
     std::printf(
         "  (b) insert: an order of a random customer outside the fan-out cells: remold = insert_one\n"
         "      into bench_extref.orders through remold (remold reads the customer, inserts the order\n"
@@ -563,7 +542,7 @@ void ExtendedReferenceScenario::describe() const {
         "      order with the copy, directly; latency per order (both calls for read+insert);\n"
         "      %.3g s untimed per side, then %d rounds x clients %s x (remold, direct, read+insert) of\n"
         "      %.3g s, back to back with the order swapping; every case verified afterwards\n",
-        opt_.warmup, opt_.rounds, clients.c_str(), opt_.seconds);
+        opt_.inserts.warmup, opt_.inserts.rounds, clients.c_str(), opt_.inserts.seconds);
   }
   if (opt_.run_fanout)
     std::printf(
@@ -826,7 +805,7 @@ bool ExtendedReferenceScenario::run_reads(Harness& h) {
     return r.ms;
   };
   auto warm = [&](int side, int w) { note(side, read(side, w % opt_.orders, false)); };
-  time_read_cell(row, opt_.reads, opt_.read_warmup, h.cpu(), warm, pick_order, timed_read);
+  time_read_cell(row, opt_.reads, h.cpu(), warm, pick_order, timed_read);
   const ReadTable table = read_table(checked);
   print_read_progress("  read", row, table);
   print_read_table({row}, table);
@@ -839,17 +818,13 @@ bool ExtendedReferenceScenario::run_reads(Harness& h) {
 // the orders it inserted, and the count of the side's orders.
 WriteCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int clients, int round, double seconds) {
   const char* db = insert_side_db(side);
-  WriteCase result;
-  result.side = side;
-  result.clients = clients;
-  result.round = round;
+  WriteCase result(side, clients, round);
   std::vector<std::vector<Inserted>> inserted(static_cast<size_t>(clients));  // by thread
   auto prepare = [&](mongoc_client_t* client, int thread) -> Operation {
     SharedCollection orders = shared_collection(client, db, "orders");
     SharedCollection customers = shared_collection(client, db, "customers");
     std::vector<Inserted>* mine = &inserted[static_cast<size_t>(thread)];
-    std::mt19937_64 rng(static_cast<uint64_t>(round + 2) * 1000003u + static_cast<uint64_t>(side) * 1009u +
-                        static_cast<uint64_t>(clients) * 31u + static_cast<uint64_t>(thread));
+    std::mt19937_64 rng(thread_seed(round + 2, side, clients, thread));
     const int64_t first = layout_.first_regular, regulars = opt_.customers - layout_.first_regular;
     return [side, orders, customers, mine, rng, first, regulars](Tally& tally) mutable {
       static const BsonPtr copy_opts = json(R"({"projection": {"name": 1, "shippingAddress": 1}, "limit": 1,
@@ -884,14 +859,8 @@ WriteCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int client
       if (ok)
         ok = mongoc_collection_insert_one(orders.get(), with_copy ? with_copy.get() : order.get(), nullptr, nullptr,
                                           &error);
-      const double ms = ms_since(start);
-      if (ok) {
-        ++tally.done;
-        tally.ms.push_back(ms);
-        mine->push_back(ins);
-      } else {
-        tally.failures.add(error.message);
-      }
+      tally.record(ok, ms_since(start), error.message);
+      if (ok) mine->push_back(ins);
       return true;
     };
   };
@@ -923,12 +892,10 @@ WriteCase ExtendedReferenceScenario::run_insert(Harness& h, int side, int client
 // order (read+insert: both calls).
 bool ExtendedReferenceScenario::run_inserts(Harness& h) {
   std::printf("\n");
-  const WriteSchedule schedule{
-      .clients = opt_.clients, .rounds = opt_.rounds, .seconds = opt_.seconds, .warmup = opt_.warmup};
   std::vector<const char*> sides;
   for (int side = 0; side < kInsertSides; ++side) sides.push_back(insert_side_name(side));
   const WriteRounds rounds =
-      run_write_cases(schedule, sides, "orders", [&](int side, int clients, int round, double seconds) {
+      run_write_cases(opt_.inserts, sides, "orders", [&](int side, int clients, int round, double seconds) {
         return run_insert(h, side, clients, round, seconds);
       });
   print_insert_table(rounds.cases);
@@ -1081,7 +1048,7 @@ void ExtendedReferenceScenario::print_insert_table(const std::vector<WriteCase>&
               "direct op/s", "r+i op/s", "R/D", "R/RI", "range R/D", "remold p50/p99 ms", "direct p50/p99 ms",
               "r+i p50/p99 ms", "p50 p99 R/D", "p50 p99 R/RI", "rm cpu", "be cpu us R/D/RI", "ops R/D/RI", "check");
   std::vector<JsonObject> json_rows;
-  for (int clients : opt_.clients) {
+  for (int clients : opt_.inserts.clients) {
     std::vector<const WriteCase*> side_cases[kInsertSides];
     for (const auto& c : cases)
       if (c.clients == clients) side_cases[c.side].push_back(&c);

@@ -36,6 +36,7 @@
 #include "batch_load.h"
 #include "bench_common.h"
 #include "bench_mongoc.h"
+#include "bson_fields.h"
 #include "bench_report.h"
 #include "client_threads.h"
 #include "failures.h"
@@ -109,14 +110,11 @@ struct Options {
   bool run_insert = true;
   std::vector<int64_t> read_sizes{100, 10000};  // reviews per product in the read cells
   std::vector<int64_t> read_products{5, 2};     // products per read cell (one per size, or one)
-  RoundLimits reads{.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
-                    .rounds_before_cutoff = 10};
-  int read_warmup = 20;  // untimed reads per side per cell
+  ReadSchedule reads{.limits = {.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
+                                .rounds_before_cutoff = 10},
+                     .warmup = 20};  // per cell (read_rounds.h)
   int batch = 1000;      // reviews per insertMany while seeding
-  std::vector<int> clients{1, 8};
-  double seconds = 3;          // timed seconds per insert case and round
-  int rounds = 3;              // insert rounds (remold and direct back to back, ABBA)
-  double warmup = 2;           // untimed seconds of inserts per side before the first round
+  WriteSchedule inserts{.clients = {1, 8}, .rounds = 3, .seconds = 3, .warmup = 2};  // write_rounds.h
   int64_t products = 1000;     // products the inserted reviews pick from
   int64_t initial_reviews = 10;  // per product, seeded before every insert case
 
@@ -126,19 +124,6 @@ struct Options {
 };
 
 // ---- documents ---------------------------------------------------------------
-
-std::optional<int64_t> int_at(const bson_t* doc, const char* key) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, doc, key)) return std::nullopt;
-  if (BSON_ITER_HOLDS_INT32(&it) || BSON_ITER_HOLDS_INT64(&it)) return bson_iter_as_int64(&it);
-  return std::nullopt;
-}
-
-std::optional<int64_t> date_at(const bson_t* doc, const char* key) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_DATE_TIME(&it)) return std::nullopt;
-  return bson_iter_date_time(&it);
-}
 
 // A review as the application writes it, and what the bench needs of it.
 struct Review {
@@ -258,9 +243,6 @@ std::optional<size_t> array_documents(const bson_t* doc, const char* key, std::v
   return n;
 }
 
-bool same(const bson_t* a, const bson_t* b) { return a && b && bson_equal(a, b); }
-
-std::string json_or_none(const bson_t* doc) { return doc ? to_json(doc) : std::string("(none)"); }
 
 // ---- sides and results -----------------------------------------------------------
 
@@ -361,24 +343,16 @@ bool SubsetScenario::set_option(const std::string& flag, const std::string& valu
     else usage_error("--only expects read or insert, got '" + value + "'");
   } else if (flag == "--read-sizes") opt_.read_sizes = parse_int_list(flag, value, 1, 10'000'000);
   else if (flag == "--read-products") opt_.read_products = parse_int_list(flag, value, 1, 100'000);
-  else if (flag == "--read-seconds") opt_.reads.seconds = parse_number(flag, value, true);
-  else if (flag == "--min-reads") opt_.reads.min_rounds = int_arg(1, 10'000'000);
-  else if (flag == "--max-reads") opt_.reads.max_rounds = int_arg(1, 10'000'000);
-  else if (flag == "--max-read-seconds") opt_.reads.max_seconds = parse_number(flag, value);
-  else if (flag == "--read-warmup") opt_.read_warmup = int_arg(0, 100000);
   else if (flag == "--batch") opt_.batch = int_arg(1, 100000);
-  else if (flag == "--clients") opt_.clients = parse_count_list(flag, value, 256);
-  else if (flag == "--seconds") opt_.seconds = parse_number(flag, value);
-  else if (flag == "--rounds") opt_.rounds = int_arg(1, 1000);
-  else if (flag == "--warmup") opt_.warmup = parse_number(flag, value, true);
   else if (flag == "--products") opt_.products = parse_int(flag, value, 1, 10'000'000);
   else if (flag == "--initial-reviews") opt_.initial_reviews = parse_int(flag, value, 0, 10'000);
-  else return false;
+  else if (!set_read_option(opt_.reads, flag, value) && !set_write_option(opt_.inserts, flag, value))
+    return false;
   return true;
 }
 
 void SubsetScenario::check_options() {
-  if (opt_.reads.max_rounds < opt_.reads.min_rounds) usage_error("--max-reads is below --min-reads");
+  check_read_schedule(opt_.reads);
   if (opt_.read_products.size() != 1 && opt_.read_products.size() != opt_.read_sizes.size())
     usage_error("--read-products takes one count, or one per --read-sizes entry (" +
                 std::to_string(opt_.read_sizes.size()) + ")");
@@ -403,11 +377,10 @@ void SubsetScenario::describe() const {
         "      findOne({_id}) of the product, then find({productId}).sort({at: -1}).limit(10) of\n"
         "      the reviews; %d untimed reads per side, then rounds of one read per side (a random\n"
         "      product, the order rotating) for at least %.3g s and %d rounds\n",
-        cells.c_str(), opt_.read_warmup, opt_.reads.seconds, opt_.reads.min_rounds);
+        cells.c_str(), opt_.reads.warmup, opt_.reads.limits.seconds, opt_.reads.limits.min_rounds);
   }
   if (opt_.run_insert) {
-    std::string clients;
-    for (int c : opt_.clients) clients += (clients.empty() ? "" : ",") + std::to_string(c);
+    const std::string clients = clients_text(opt_.inserts.clients);
     std::printf(
         "  (b) insert: a review of a random product of %lld (each seeded with %lld reviews first):\n"
         "      remold = insert_one into bench_subset.reviews through remold (remold pushes the entry);\n"
@@ -417,8 +390,8 @@ void SubsetScenario::describe() const {
         "      latency per review (both writes for direct)\n"
         "      %.3g s untimed per side, then %d rounds x clients %s x (remold, direct) of %.3g s,\n"
         "      in ABBA order; every case verified on the backend afterwards\n",
-        static_cast<long long>(opt_.products), static_cast<long long>(opt_.initial_reviews), opt_.warmup,
-        opt_.rounds, clients.c_str(), opt_.seconds);
+        static_cast<long long>(opt_.products), static_cast<long long>(opt_.initial_reviews), opt_.inserts.warmup,
+        opt_.inserts.rounds, clients.c_str(), opt_.inserts.seconds);
   }
 }
 
@@ -548,15 +521,11 @@ WriteCase SubsetScenario::run_insert(Harness& h, WriteSide side, int clients, in
       for (int64_t p = 0; p < opt_.products; ++p) initial.push_back(random_review(rng, p));
     seed(h, db, initial, opt_.products, true);
   }
-  WriteCase result;
-  result.side = static_cast<int>(side);
-  result.clients = clients;
-  result.round = round;
+  WriteCase result(static_cast<int>(side), clients, round);
   auto prepare = [&](mongoc_client_t* client, int thread) -> Operation {
     SharedCollection reviews = shared_collection(client, db, "reviews");
     SharedCollection products = shared_collection(client, db, "products");
-    std::mt19937_64 rng(static_cast<uint64_t>(round) * 1000003u + static_cast<uint64_t>(side) * 1009u +
-                        static_cast<uint64_t>(clients) * 31u + static_cast<uint64_t>(thread));
+    std::mt19937_64 rng(thread_seed(round, static_cast<int>(side), clients, thread));
     return [this, side, reviews, products, rng](Tally& tally) mutable {
       const int64_t product = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt_.products));
       const Review review = random_review(rng, product);
@@ -574,23 +543,10 @@ WriteCase SubsetScenario::run_insert(Harness& h, WriteSide side, int clients, in
       bson_error_t error;
       const auto start = Clock::now();
       bool ok = mongoc_collection_insert_one(reviews.get(), doc.get(), nullptr, nullptr, &error);
-      if (ok && side == WriteSide::direct) {
-        bson_t reply;
-        ok = mongoc_collection_update_one(products.get(), selector.get(), update.get(), nullptr, &reply, &error);
-        if (ok && number_at(&reply, "matchedCount").value_or(0) != 1) {
-          ok = false;
-          std::snprintf(error.message, sizeof error.message, "push onto product %lld matched %s",
-                        static_cast<long long>(product), to_json(&reply).c_str());
-        }
-        bson_destroy(&reply);
-      }
-      const double ms = ms_since(start);
-      if (ok) {
-        ++tally.done;
-        tally.ms.push_back(ms);
-      } else {
-        tally.failures.add(error.message);
-      }
+      if (ok && side == WriteSide::direct)
+        ok = update_one_matching(products.get(), selector.get(), update.get(), "push onto product", product,
+                                 &error);
+      tally.record(ok, ms_since(start), error.message);
       return true;
     };
   };
@@ -710,7 +666,7 @@ ReadCell SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t produ
     return r.ms;
   };
   auto warm = [&](int side, int w) { note(side, read(side, w % products, false)); };
-  time_read_cell(row, opt_.reads, opt_.read_warmup, h.cpu(), warm, pick_product, timed_read);
+  time_read_cell(row, opt_.reads, h.cpu(), warm, pick_product, timed_read);
   return row;
 }
 
@@ -733,9 +689,7 @@ bool SubsetScenario::run_reads(Harness& h) {
 
 bool SubsetScenario::run_inserts(Harness& h) {
   std::printf("\n");
-  const WriteSchedule schedule{
-      .clients = opt_.clients, .rounds = opt_.rounds, .seconds = opt_.seconds, .warmup = opt_.warmup};
-  return run_write_rounds(schedule, kInsertTable, [&](WriteSide side, int clients, int round, double seconds) {
+  return run_write_rounds(opt_.inserts, kInsertTable, [&](WriteSide side, int clients, int round, double seconds) {
     return run_insert(h, side, clients, round, seconds);
   });
 }
