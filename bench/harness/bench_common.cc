@@ -30,6 +30,21 @@ void usage_error(const std::string& message) {
   std::exit(2);
 }
 
+std::string usage_lines(const std::string& flag, const std::vector<std::string>& lines) {
+  constexpr size_t kColumn = 23;
+  std::string text = "  " + flag;
+  text += text.size() < kColumn ? std::string(kColumn - text.size(), ' ') : std::string(" ");
+  for (size_t i = 0; i < lines.size(); ++i)
+    text += (i ? std::string(kColumn, ' ') : std::string()) + lines[i] + "\n";
+  return text;
+}
+
+std::string default_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
   std::stringstream in(text);

@@ -11,6 +11,10 @@
 //     exits 0; a flag listed in `switches` is applied with an empty value
 //     (given "=value", it is an unknown argument); every other flag takes
 //     "--flag=value" or the next argument.
+//   - usage_lines() is the usage lines of one flag: "  FLAG" in a column
+//     of 23, then the first line of text (one space after a longer flag),
+//     then every further line indented to that column; default_text() is a
+//     default value as usage lines print it (%g).
 //   - parse_int_list() parses a comma-separated list of integers in lo..hi,
 //     at least one; parse_count_list() one of counts in 1..hi.
 //   - percentile() is nearest-rank (0 for no samples); median() averages the
@@ -40,6 +44,9 @@ namespace bench_common {
 
 void set_usage(const char* program, const char* usage);
 [[noreturn]] void usage_error(const std::string& message);
+
+std::string usage_lines(const std::string& flag, const std::vector<std::string>& lines);
+std::string default_text(double value);
 
 // The non-empty items of a comma-separated list.
 std::vector<std::string> split_list(const std::string& text);

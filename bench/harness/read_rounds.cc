@@ -81,6 +81,21 @@ bool set_read_option(ReadSchedule& schedule, const std::string& flag, const std:
   return true;
 }
 
+std::string read_schedule_usage(const ReadSchedule& defaults) {
+  const RoundLimits& d = defaults.limits;
+  return usage_lines("--read-seconds S",
+                     {"timed seconds per read cell, at least (default " + default_text(d.seconds) + ")"}) +
+         usage_lines("--min-reads N", {"timed rounds (one read per side) per read cell, at least",
+                                       "(default " + std::to_string(d.min_rounds) + ")"}) +
+         usage_lines("--max-reads N", {"and at most (default " + std::to_string(d.max_rounds) + ")"}) +
+         usage_lines("--max-read-seconds S",
+                     {"stop a cell of slow reads after S seconds, once it has " +
+                          std::to_string(d.rounds_before_cutoff),
+                      "rounds (default " + default_text(d.max_seconds) + ")"}) +
+         usage_lines("--read-warmup N",
+                     {"untimed reads per side per cell (default " + std::to_string(defaults.warmup) + ")"});
+}
+
 void check_read_schedule(const ReadSchedule& schedule) {
   if (schedule.limits.max_rounds < schedule.limits.min_rounds) usage_error("--max-reads is below --min-reads");
 }

@@ -9,11 +9,15 @@
 //     through remold), kReadDirect (the same read on the backend directly)
 //     and kReadApp (the application's reads without the pattern, directly).
 //     connect_read_sides() gives one connection per side, by ReadSide.
-//   - A ReadSchedule is how a cell's reads run; set_read_option() takes its
-//     flags (--read-seconds S, 0 allowed; --min-reads N and --max-reads N,
+//   - A ReadSchedule is how a cell's reads run; it starts with the pattern
+//     benches' defaults: at least 100 rounds and 3 s, at most 5,000 rounds,
+//     a cell of slow reads stopped after 20 s once it has 10 rounds; 20
+//     untimed reads per side. set_read_option() takes its flags
+//     (--read-seconds S, 0 allowed; --min-reads N and --max-reads N,
 //     1..10,000,000; --max-read-seconds S; --read-warmup N, 0..100,000) and
-//     returns false for any other; check_read_schedule() is a usage error
-//     when --max-reads is below --min-reads.
+//     returns false for any other; read_schedule_usage() is their usage
+//     lines, with the defaults of `defaults`; check_read_schedule() is a
+//     usage error when --max-reads is below --min-reads.
 //   - time_read_cell() runs `warmup` untimed rounds (round w: warm(side, w)
 //     for every side in order), then rounds of one timed read per side
 //     while `limits` allow (run_rounds(), timed_rounds.h); it fills the
@@ -55,11 +59,14 @@ constexpr int kReadSides = 3;
 std::vector<ClientPtr> connect_read_sides(const Harness& harness);
 
 struct ReadSchedule {
-  RoundLimits limits;  // the timed rounds of a cell
-  int warmup = 0;      // untimed reads per side per cell
+  // The timed rounds of a cell.
+  RoundLimits limits{.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
+                     .rounds_before_cutoff = 10};
+  int warmup = 20;  // untimed reads per side per cell
 };
 
 bool set_read_option(ReadSchedule& schedule, const std::string& flag, const std::string& value);
+std::string read_schedule_usage(const ReadSchedule& defaults);
 void check_read_schedule(const ReadSchedule& schedule);
 
 // The timed reads of one cell and what went wrong in it.

@@ -58,6 +58,18 @@ bool set_write_option(WriteSchedule& schedule, const std::string& flag, const st
   return true;
 }
 
+std::string write_schedule_usage(const WriteSchedule& defaults) {
+  const std::string clients = clients_text(defaults.clients);
+  return usage_lines("--clients " + clients, {"client threads of the insert cases (default " + clients + ")"}) +
+         usage_lines("--seconds S",
+                     {"timed seconds per insert case and round (default " + default_text(defaults.seconds) + ")"}) +
+         usage_lines("--rounds N", {"insert rounds; remold and direct run back to back, which",
+                                    "goes first alternating; the table shows the median (default " +
+                                        std::to_string(defaults.rounds) + ")"}) +
+         usage_lines("--warmup S",
+                     {"untimed seconds of inserts per side first (default " + default_text(defaults.warmup) + ")"});
+}
+
 std::string clients_text(const std::vector<int>& clients) {
   std::string text;
   for (int c : clients) text += (text.empty() ? "" : ",") + std::to_string(c);

@@ -14,9 +14,12 @@
 //     ran without a failure and passed its check.
 //   - run_write_rounds() is run_write_cases() of two sides, remold then
 //     direct (WriteCase::side is a WriteSide), followed by the table.
-//   - set_write_option() takes the flags of a WriteSchedule (--clients
-//     1,8; --seconds S; --rounds N, 1..1000; --warmup S, 0 allowed) and
-//     returns false for any other; clients_text() is "1,8".
+//   - A WriteSchedule starts with the pattern benches' defaults: clients
+//     1,8; 3 rounds of 3 s; 2 s of warm-up. set_write_option() takes its
+//     flags (--clients 1,8; --seconds S; --rounds N, 1..1000; --warmup S, 0
+//     allowed) and returns false for any other; write_schedule_usage() is
+//     their usage lines, with the defaults of `defaults`, for rounds of
+//     two sides (remold and direct); clients_text() is "1,8".
 //   - thread_seed() is the seed of one client thread's random generator in
 //     a case, distinct per round, side, client count and thread.
 //   - A case (run_case) runs on a side made fresh for it and is verified
@@ -58,10 +61,10 @@ struct WriteCase {
 };
 
 struct WriteSchedule {
-  std::vector<int> clients;
-  int rounds = 1;
-  double seconds = 0;  // timed, per case
-  double warmup = 0;   // untimed, per side, before the first round
+  std::vector<int> clients{1, 8};
+  int rounds = 3;
+  double seconds = 3;  // timed, per case
+  double warmup = 2;   // untimed, per side, before the first round
 };
 
 // The words of one bench's write table.
@@ -74,6 +77,7 @@ struct WriteTable {
 };
 
 bool set_write_option(WriteSchedule& schedule, const std::string& flag, const std::string& value);
+std::string write_schedule_usage(const WriteSchedule& defaults);
 std::string clients_text(const std::vector<int>& clients);
 
 using RunWriteCase = std::function<WriteCase(int side, int clients, int round, double seconds)>;

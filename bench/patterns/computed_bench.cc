@@ -74,37 +74,26 @@ const char kRule[] =
     "        commentCount: count\n"
     "        lastCommentAt: {max: createdAt}\n";
 
-const char kOptions[] =
-    "  --only insert|read   run one part (default both)\n"
-    "  --clients 1,8        client threads of the insert cases (default 1,8)\n"
-    "  --seconds S          timed seconds per insert case and round (default 3)\n"
-    "  --rounds N           insert rounds; remold and direct run back to back, which\n"
-    "                       goes first alternating; the table shows the median (default 3)\n"
-    "  --warmup S           untimed seconds of inserts per side first (default 2)\n"
-    "  --posts N            posts the inserted comments pick from (default 1000)\n"
-    "  --read-sizes 100,10000 comments per post in the read cells (default 100,10000)\n"
-    "  --read-posts N       posts per read cell (default 5)\n"
-    "  --read-seconds S     timed seconds per read cell, at least (default 3)\n"
-    "  --min-reads N        timed rounds (one read per side) per read cell, at least\n"
-    "                       (default 100)\n"
-    "  --max-reads N        and at most (default 5000)\n"
-    "  --max-read-seconds S stop a cell of slow reads after S seconds, once it has 10\n"
-    "                       rounds (default 20)\n"
-    "  --read-warmup N      untimed reads per side per cell (default 20)\n"
-    "  --batch N            comments per insertMany while loading a read cell (default 1000)\n";
-
 struct Options {
   bool run_insert = true;
   bool run_read = true;
-  WriteSchedule inserts{.clients = {1, 8}, .rounds = 3, .seconds = 3, .warmup = 2};  // write_rounds.h
+  WriteSchedule inserts;  // the insert cases: write_rounds.h's defaults
   int64_t posts = 1000;  // posts the inserted comments pick from
   std::vector<int64_t> read_sizes{100, 10000};  // comments per post in the read cells
   int64_t read_posts = 5;                       // posts per read cell
-  ReadSchedule reads{.limits = {.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
-                                .rounds_before_cutoff = 10},
-                     .warmup = 20};  // per cell (read_rounds.h)
+  ReadSchedule reads;    // per read cell: read_rounds.h's defaults
   int batch = 1000;      // comments per insertMany while loading a read cell
 };
+
+// The usage lines of the options (the schedules' with their defaults).
+const std::string kOptions =
+    "  --only insert|read   run one part (default both)\n" + write_schedule_usage(Options{}.inserts) +
+    "  --posts N            posts the inserted comments pick from (default 1000)\n"
+    "  --read-sizes 100,10000 comments per post in the read cells (default 100,10000)\n"
+    "  --read-posts N       posts per read cell (default 5)\n" +
+    read_schedule_usage(Options{}.reads) +
+    "  --batch N            comments per insertMany while loading a read cell (default 1000)\n";
+
 
 // ---- documents ---------------------------------------------------------------
 
@@ -189,7 +178,7 @@ class ComputedScenario : public PatternScenario {
  public:
   const char* program() const override { return "computed_bench"; }
   const char* rule() const override { return kRule; }
-  const char* options() const override { return kOptions; }
+  const char* options() const override { return kOptions.c_str(); }
   bool set_option(const std::string& flag, const std::string& value) override;
   void check_options() override;
   void describe() const override;

@@ -135,9 +135,7 @@ struct Options {
   std::vector<int64_t> fanout{10, 1000};           // orders per customer, per fan-out cell
   std::vector<int64_t> fanout_customers{20, 5};    // customers per fan-out cell (one per cell, or one)
   int batch = 1000;
-  ReadSchedule reads{.limits = {.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
-                                .rounds_before_cutoff = 10},
-                     .warmup = 20};  // per cell (read_rounds.h)
+  ReadSchedule reads;  // read_rounds.h's defaults
   int read_checks = 50;
   WriteSchedule inserts{.clients = {1, 8}, .rounds = 3, .seconds = 2, .warmup = 2};  // write_rounds.h
   RoundLimits updates{.min_rounds = 10, .max_rounds = 2000, .seconds = 3, .max_seconds = 20,

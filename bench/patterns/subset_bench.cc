@@ -83,38 +83,14 @@ const char kRule[] =
     "  limit: 10\n"
     "  fields: [author, rating, at]     # copied into each entry after the review's _id\n";
 
-const char kOptions[] =
-    "  --only read|insert   run one part (default both)\n"
-    "  --read-sizes 100,10000 reviews per product in the read cells (default 100,10000)\n"
-    "  --read-products 5,2  products per read cell, one per size (or one for every\n"
-    "                       size; default 5,2)\n"
-    "  --read-seconds S     timed seconds per read cell, at least (default 3)\n"
-    "  --min-reads N        timed rounds (one read per side) per read cell, at least\n"
-    "                       (default 100)\n"
-    "  --max-reads N        and at most (default 5000)\n"
-    "  --max-read-seconds S stop a cell of slow reads after S seconds, once it has 10\n"
-    "                       rounds (default 20)\n"
-    "  --read-warmup N      untimed reads per side per cell (default 20)\n"
-    "  --batch N            reviews per insertMany while seeding (default 1000)\n"
-    "  --clients 1,8        client threads of the insert cases (default 1,8)\n"
-    "  --seconds S          timed seconds per insert case and round (default 3)\n"
-    "  --rounds N           insert rounds; remold and direct run back to back, which\n"
-    "                       goes first alternating; the table shows the median (default 3)\n"
-    "  --warmup S           untimed seconds of inserts per side first (default 2)\n"
-    "  --products N         products the inserted reviews pick from (default 1000)\n"
-    "  --initial-reviews N  reviews per product seeded before every insert case, so the\n"
-    "                       arrays start full (default 10; 0: products start without one)\n";
-
 struct Options {
   bool run_read = true;
   bool run_insert = true;
   std::vector<int64_t> read_sizes{100, 10000};  // reviews per product in the read cells
   std::vector<int64_t> read_products{5, 2};     // products per read cell (one per size, or one)
-  ReadSchedule reads{.limits = {.min_rounds = 100, .max_rounds = 5000, .seconds = 3, .max_seconds = 20,
-                                .rounds_before_cutoff = 10},
-                     .warmup = 20};  // per cell (read_rounds.h)
+  ReadSchedule reads;  // per read cell: read_rounds.h's defaults
   int batch = 1000;      // reviews per insertMany while seeding
-  WriteSchedule inserts{.clients = {1, 8}, .rounds = 3, .seconds = 3, .warmup = 2};  // write_rounds.h
+  WriteSchedule inserts;  // the insert cases: write_rounds.h's defaults
   int64_t products = 1000;     // products the inserted reviews pick from
   int64_t initial_reviews = 10;  // per product, seeded before every insert case
 
@@ -122,6 +98,20 @@ struct Options {
     return read_products.size() == 1 ? read_products[0] : read_products[cell];
   }
 };
+
+// The usage lines of the options (the schedules' with their defaults).
+const std::string kOptions =
+    "  --only read|insert   run one part (default both)\n"
+    "  --read-sizes 100,10000 reviews per product in the read cells (default 100,10000)\n"
+    "  --read-products 5,2  products per read cell, one per size (or one for every\n"
+    "                       size; default 5,2)\n" +
+    read_schedule_usage(Options{}.reads) +
+    "  --batch N            reviews per insertMany while seeding (default 1000)\n" +
+    write_schedule_usage(Options{}.inserts) +
+    "  --products N         products the inserted reviews pick from (default 1000)\n"
+    "  --initial-reviews N  reviews per product seeded before every insert case, so the\n"
+    "                       arrays start full (default 10; 0: products start without one)\n";
+
 
 // ---- documents ---------------------------------------------------------------
 
@@ -314,7 +304,7 @@ class SubsetScenario : public PatternScenario {
  public:
   const char* program() const override { return "subset_bench"; }
   const char* rule() const override { return kRule; }
-  const char* options() const override { return kOptions; }
+  const char* options() const override { return kOptions.c_str(); }
   bool set_option(const std::string& flag, const std::string& value) override;
   void check_options() override;
   void describe() const override;
