@@ -109,8 +109,8 @@ void time_read_cell(ReadCell& cell, const ReadSchedule& schedule, const CpuProbe
   cell.load1 = load_average();
 }
 
-void print_read_progress(const char* label, const ReadCell& cell, const ReadTable& table) {
-  std::printf("%s: %zu rounds, p50 %s %.3f ms, %s %.3f ms, %s %.3f ms%s%s\n", label,
+void print_read_progress(const ReadCell& cell, const ReadTable& table) {
+  std::printf("%s: %zu rounds, p50 %s %.3f ms, %s %.3f ms, %s %.3f ms%s%s\n", cell.label.c_str(),
               cell.timed[kReadRemold].ms.size(), table.progress_names[kReadRemold], cell.timed[kReadRemold].p50(),
               table.progress_names[kReadDirect], cell.timed[kReadDirect].p50(), table.progress_names[kReadApp],
               cell.timed[kReadApp].p50(), cell.ok() ? "" : "; FAILED: ",
@@ -147,6 +147,18 @@ void print_read_table(const std::vector<ReadCell>& cells, const ReadTable& table
     print_bench_json(j);
   }
   std::fflush(stdout);
+}
+
+bool run_read_cells(size_t count, const ReadTable& table, const std::function<ReadCell(size_t cell)>& run_cell) {
+  bool all_ok = true;
+  std::vector<ReadCell> cells;
+  for (size_t i = 0; i < count; ++i) {
+    cells.push_back(run_cell(i));
+    print_read_progress(cells.back(), table);
+    all_ok = all_ok && cells.back().ok();
+  }
+  print_read_table(cells, table);
+  return all_ok;
 }
 
 }  // namespace bench_common

@@ -18,17 +18,20 @@
 //     returns false for any other; read_schedule_usage() is their usage
 //     lines, with the defaults of `defaults`; check_read_schedule() is a
 //     usage error when --max-reads is below --min-reads.
-//   - time_read_cell() runs `warmup` untimed rounds (round w: warm(side, w)
-//     for every side in order), then rounds of one timed read per side
-//     while `limits` allow (run_rounds(), timed_rounds.h); it fills the
+//   - time_read_cell() runs the schedule's warm-up rounds, untimed (round
+//     w: warm(side, w) for every side in order), then rounds of one timed
+//     read per side while its limits allow (run_rounds(), timed_rounds.h;
+//     start_round() before each); it fills the
 //     cell's `timed` (by ReadSide) and `load1`. The bench's read accounts
 //     for its own failures in the cell.
 //   - A cell is ok when no read failed and its check passed (an empty
 //     verify_message); check_text() is "verified", else "FAILED: " with the
 //     check's message and the failed reads.
 //   - print_read_progress() prints the line of one timed cell: "LABEL: N
-//     rounds, p50 NAME ms, ..." with ReadTable::progress_names, and what
-//     failed.
+//     rounds, p50 NAME ms, ..." with its label and ReadTable::progress_names,
+//     and what failed.
+//   - run_read_cells() runs cells 0..count-1 (run_cell(i)) in order, prints
+//     each one's progress line, then the table; true when every cell is ok.
 //   - print_read_table() prints the title, a header and one row per cell:
 //     the cell's key columns (as the bench wrote them), every side's p50/p99
 //     ms, the ratio columns, the backend's CPU per read of the direct side /
@@ -71,6 +74,7 @@ void check_read_schedule(const ReadSchedule& schedule);
 
 // The timed reads of one cell and what went wrong in it.
 struct ReadCell {
+  std::string label;                                         // "  read cell 100 comments/post"
   std::vector<std::string> key_text;                         // the key columns, as printed
   std::vector<std::pair<std::string, std::string>> key_json;  // key -> JSON text, after "bench"
   std::vector<SideSamples> timed;                            // by ReadSide
@@ -124,8 +128,10 @@ struct ReadTable {
 
 std::string side_json(const SideSamples& samples);
 
-void print_read_progress(const char* label, const ReadCell& cell, const ReadTable& table);
+void print_read_progress(const ReadCell& cell, const ReadTable& table);
 
 void print_read_table(const std::vector<ReadCell>& cells, const ReadTable& table);
+
+bool run_read_cells(size_t count, const ReadTable& table, const std::function<ReadCell(size_t cell)>& run_cell);
 
 }  // namespace bench_common

@@ -413,6 +413,7 @@ ReadOutcome ComputedScenario::read(int side, int64_t post) {
 
 ReadCell ComputedScenario::run_read(Harness& h, int64_t per_post) {
   ReadCell row;
+  row.label = "  read cell " + std::to_string(per_post) + " comments/post";
   reset(h, WriteSide::remold, opt_.read_posts);
   // The index an application running the aggregate would have.
   command(h.admin(Via::direct), kRuledDb,
@@ -494,16 +495,8 @@ bool ComputedScenario::run_inserts(Harness& h) {
 bool ComputedScenario::run_reads(Harness& h) {
   read_client_ = connect_read_sides(h);
   std::printf("\n");
-  bool all_ok = true;
-  std::vector<ReadCell> cells;
-  for (int64_t size : opt_.read_sizes) {
-    cells.push_back(run_read(h, size));
-    const std::string label = "  read cell " + std::to_string(size) + " comments/post";
-    print_read_progress(label.c_str(), cells.back(), kReadTable);
-    all_ok = all_ok && cells.back().ok();
-  }
-  print_read_table(cells, kReadTable);
-  return all_ok;
+  return run_read_cells(opt_.read_sizes.size(), kReadTable,
+                        [&](size_t cell) { return run_read(h, opt_.read_sizes[cell]); });
 }
 
 bool ComputedScenario::run(Harness& h) {

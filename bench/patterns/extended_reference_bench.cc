@@ -748,6 +748,7 @@ OrderRead ExtendedReferenceScenario::read(int side, int64_t order, bool keep) {
 bool ExtendedReferenceScenario::run_reads(Harness& h) {
   read_client_ = connect_read_sides(h);
   ReadCell row;
+  row.label = "  read";
   row.key_text = {std::to_string(opt_.orders), std::to_string(opt_.customers)};
   row.key_json = {{"orders", std::to_string(opt_.orders)},
                   {"customers", std::to_string(opt_.customers)},
@@ -805,7 +806,7 @@ bool ExtendedReferenceScenario::run_reads(Harness& h) {
   auto warm = [&](int side, int w) { note(side, read(side, w % opt_.orders, false)); };
   time_read_cell(row, opt_.reads, h.cpu(), warm, pick_order, timed_read);
   const ReadTable table = read_table(checked);
-  print_read_progress("  read", row, table);
+  print_read_progress(row, table);
   print_read_table({row}, table);
   return row.ok();
 }

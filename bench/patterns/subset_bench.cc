@@ -587,6 +587,7 @@ PageRead SubsetScenario::read(int side, int64_t product, bool keep) {
 
 ReadCell SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t products) {
   ReadCell row;
+  row.label = "  read cell " + std::to_string(per_product) + " reviews/product";
 
   // The reviews of every product, interleaved product by product; the same
   // reviews on both sides.
@@ -664,17 +665,9 @@ ReadCell SubsetScenario::run_read(Harness& h, int64_t per_product, int64_t produ
 
 bool SubsetScenario::run_reads(Harness& h) {
   read_client_ = connect_read_sides(h);
-  bool all_ok = true;
-  std::vector<ReadCell> cells;
-  for (size_t cell = 0; cell < opt_.read_sizes.size(); ++cell) {
-    const int64_t size = opt_.read_sizes[cell];
-    cells.push_back(run_read(h, size, opt_.products_for(cell)));
-    const std::string label = "  read cell " + std::to_string(size) + " reviews/product";
-    print_read_progress(label.c_str(), cells.back(), kReadTable);
-    all_ok = all_ok && cells.back().ok();
-  }
-  print_read_table(cells, kReadTable);
-  return all_ok;
+  return run_read_cells(opt_.read_sizes.size(), kReadTable, [&](size_t cell) {
+    return run_read(h, opt_.read_sizes[cell], opt_.products_for(cell));
+  });
 }
 
 bool SubsetScenario::run_inserts(Harness& h) {
