@@ -150,7 +150,7 @@ const ReadTable kReadTable{
              "    vs the aggregate over its comments (direct)\n",
     .key_columns = {{"comments/post", 13}, {"posts", 5}, {"load s", 10}},
     .side_headers = {"findOne remold ms", "findOne direct ms", "aggregate ms"},
-    .side_json = {"find_remold", "find_direct", "aggregate"},
+    .side_keys = {"find_remold", "find_direct", "aggregate"},
     .progress_names = {"findOne remold", "direct", "aggregate"},
     .ratio_columns = {{{"agg/find p50 p99", 17}, ReadRatio::app_over_remold, true},
                       {{"find R/D p50", 15}, ReadRatio::remold_over_direct, false}},

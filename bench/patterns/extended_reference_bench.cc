@@ -353,7 +353,7 @@ ReadTable read_table(int64_t checked) {
                "    vs the application's aggregate $match {_id} + $lookup of the customer (direct)\n",
       .key_columns = {{"orders", 8}, {"customers", 9}},
       .side_headers = {"findOne remold ms", "findOne direct ms", "$lookup ms"},
-      .side_json = {"find_one_remold", "find_one_direct", "app_lookup"},
+      .side_keys = {"find_one_remold", "find_one_direct", "app_lookup"},
       .progress_names = {"findOne remold", "direct", "$lookup"},
       .ratio_columns = {{{"lookup/view p50 p99", 19}, ReadRatio::app_over_remold, true},
                         {{"lookup/dir p50", 14}, ReadRatio::app_over_direct, false},

@@ -268,7 +268,7 @@ const ReadTable kReadTable{
              "    direct) vs the application's findOne + find(reviews).sort({at: -1}).limit(10) (direct)\n",
     .key_columns = {{"reviews/product", 15}, {"products", 8}, {"seed s", 7}},
     .side_headers = {"findOne remold ms", "findOne direct ms", "findOne+find ms"},
-    .side_json = {"find_one_remold", "find_one_direct", "app_find_one_and_find"},
+    .side_keys = {"find_one_remold", "find_one_direct", "app_find_one_and_find"},
     .progress_names = {"findOne remold", "direct", "findOne + find"},
     .ratio_columns = {{{"app/page p50 p99", 17}, ReadRatio::app_over_remold, true},
                       {{"app/direct p50", 13}, ReadRatio::app_over_direct, false},
