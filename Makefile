@@ -63,7 +63,7 @@ demo: build
 	@.venv/bin/python examples/demo.py --build $(BUILD)
 
 bench: build-all
-	@bash bench/run.sh $(BUILD)
+	@bash bench/pass_through/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -57,7 +57,7 @@ struct Config {
   // Whether remold agrees to compress the client link when a driver offers
   // it. Off by default: a sidecar's client link is loopback, where
   // compressing costs CPU and saves nothing; what the driver offered is
-  // offered to the backend instead (bench/compression_run.py).
+  // offered to the backend instead (bench/pass_through/compression_run.py).
   bool client_compression = false;
 
   // The group of sidecars that must run rules that agree (app/sidecars.h),

@@ -1,7 +1,7 @@
 """make demo: what the example rules (examples/rules) change, measured.
 
 Starts the in-memory backend (mongo-java-server) and remold in front of it
-with the example rules (bench/bench_processes.py), runs the three parts,
+with the example rules (bench/lib/bench_processes.py), runs the three parts,
 each against a plain collection on the backend, and prints their figures:
 
   - readings (demo_readings.py): the seed's experiment, documents and index
@@ -25,7 +25,7 @@ from pathlib import Path
 import pymongo
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "bench"))
+sys.path.insert(0, str(HERE.parent / "bench" / "lib"))  # bench/lib: the shared modules
 from bench_processes import start_backend, start_remold  # noqa: E402
 
 import demo_comments  # noqa: E402

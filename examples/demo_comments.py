@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pymongo.database import Database
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "lib"))  # bench/lib: the shared modules
 from bench_processes import percentile  # noqa: E402
 
 from example_rules import CountNames  # noqa: E402

@@ -26,7 +26,7 @@ from typing import Callable
 
 from pymongo.database import Database
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "lib"))  # bench/lib: the shared modules
 from bench_processes import percentile  # noqa: E402
 
 from collection_figures import CollectionFigures, figures  # noqa: E402

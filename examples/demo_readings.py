@@ -3,7 +3,7 @@
   run(rule, through, direct, explain, sensors, days, queries) -> ReadingsFigures
   report(figures) -> list[str]
 
-The readings are bench/group_pushdown_run.py's (a reading a minute of each
+The readings are bench/patterns/group_pushdown_run.py's (a reading a minute of each
 sensor, temp in -5..35), inserted a day at a time through remold into the
 rule's logical collection (stored as buckets) and directly into a plain
 collection `<collection>_flat` on the backend, indexed on {meta..., time}
@@ -26,7 +26,9 @@ from typing import Callable
 
 from pymongo.database import Database
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH / "lib"))  # bench/lib: the shared modules
+sys.path.insert(0, str(BENCH / "patterns"))  # group_pushdown_run: the readings
 from bench_processes import percentile  # noqa: E402
 from group_pushdown_run import T0, day_batches, query, same  # noqa: E402
 

@@ -44,7 +44,7 @@ comment operations take ~30 s of it), up to ~95 s on a loaded machine.
 ``REMOLD_TEST_COMPUTED_SCALE`` (default 1.0) scales the operation counts of
 the concurrent tests, for quick runs. ``REMOLD_TEST_COMPUTED_SEED`` (default
 0) shifts the seeds of their clients, so that repeated runs (as
-bench/computed_concurrency_runs.sh does, against DocumentDB) each
+tests/e2e/computed_runs.sh does, against DocumentDB) each
 interleave other operations.
 """
 
