@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 
 import pymongo
 import pytest
 from pymongo.errors import OperationFailure
 
 from conftest import Credentials, with_credentials
+from test_fault import backend_connections
 from test_metrics import free_port, scrape, value
 
 
@@ -44,32 +44,6 @@ def start_pooled(private_remold, pool_size: int, *, backend_uri=None, metrics=Tr
 
 def with_option(uri: str, option: str) -> str:
     return uri + ("&" if "?" in uri else "?") + option
-
-
-def backend_connections(pid: int, backend_port: int) -> int:
-    """Established TCP connections of process `pid` to `backend_port`, read
-    from /proc (its socket inodes against the kernel's connection table)."""
-    inodes = set()
-    fd_dir = Path(f"/proc/{pid}/fd")
-    for fd in fd_dir.iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
-            if remote_port == backend_port and fields[3] == "01" and fields[9] in inodes:
-                count += 1
-    return count
 
 
 class PeakSampler:
