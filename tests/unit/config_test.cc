@@ -55,6 +55,22 @@ TEST_F(ConfigTest, DefaultsWithOnlyABackendFlag) {
   EXPECT_EQ(config.threads, 0);
   EXPECT_EQ(config.drain_timeout, std::chrono::milliseconds(30'000));
   EXPECT_TRUE(config.rules_dir.empty());
+  EXPECT_EQ(config.backend_pool_size, 0) << "one backend connection per client unless asked";
+  EXPECT_EQ(config.backend.wait_queue_timeout, std::chrono::milliseconds(10'000));
+}
+
+TEST_F(ConfigTest, BackendPoolSizeAndItsWaitQueueTimeout) {
+  std::string file = WriteFile("remold.yaml",
+                               "backend: mongodb://h/?waitQueueTimeoutMS=250\n"
+                               "backend_pool_size: 50\n");
+  Config config = LoadServeConfig({"--config", file});
+  EXPECT_EQ(config.backend_pool_size, 50);
+  EXPECT_EQ(config.backend.wait_queue_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(LoadServeConfig({"--backend", "mongodb://h", "--backend-pool-size", "8"}).backend_pool_size, 8);
+  EXPECT_NE(ErrorOf({"--backend", "mongodb://h", "--backend-pool-size", "-1"}).find("--backend-pool-size"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--backend", "mongodb://h/?waitQueueTimeoutMS=0"}).find("waitQueueTimeoutMS"),
+            std::string::npos);
 }
 
 TEST_F(ConfigTest, ReadsEveryFileKey) {

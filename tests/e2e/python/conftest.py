@@ -24,6 +24,9 @@ run SCRAM first.
 - ``REMOLD_TEST_LOG_LEVEL``: debugging aid. The log level of every remold
   the suite starts with its default arguments (default warn); set, their
   stderr files (/tmp/remold-stderr-*.log) are kept.
+- ``REMOLD_TEST_POOL_SIZE``: run the shared remold (``target``) in pooled
+  mode, ``--backend-pool-size N`` (docs/operations.md, "Connection
+  pooling"), so the whole suite checks that clients see no difference.
 - ``REMOLD_TEST_NO_PROXY=1``: debugging aid. Skip remold entirely and point
   every client at the backend, to tell proxy bugs from test bugs. Tests of
   proxy-only behaviour (handshake rewriting, negotiated compression when the
@@ -78,6 +81,7 @@ if BACKEND_KIND_ENV not in ("stand-in", "documentdb"):
     raise RuntimeError(f"REMOLD_TEST_BACKEND={BACKEND_KIND_ENV!r}: expected stand-in or documentdb")
 NO_PROXY = os.environ.get("REMOLD_TEST_NO_PROXY") == "1"
 LOG_LEVEL = os.environ.get("REMOLD_TEST_LOG_LEVEL")
+POOL_SIZE = os.environ.get("REMOLD_TEST_POOL_SIZE")
 
 # libmongoc (which remold links) initialises itself before main() and, unless
 # this is set, creates /dev/shm/mongoc-<pid>. A file of that name left by any
@@ -450,7 +454,8 @@ def target(backend: Backend) -> Target:
         return
     # Client compression on: the compression tests negotiate with remold
     # itself (its default, off, is tested in test_backend_compression.py).
-    remold = start_remold(backend.uri, extra_args=("--client-compression", "on"))
+    pooled = ("--backend-pool-size", POOL_SIZE) if POOL_SIZE else ()
+    remold = start_remold(backend.uri, extra_args=("--client-compression", "on", *pooled))
     yield Target(remold.uri, remold.host, remold.port, remold, backend)
     rc = remold.terminate()
     assert rc == 0, f"shared remold exited {rc} after SIGTERM; stderr:\n{remold.stderr()}"
