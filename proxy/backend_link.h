@@ -20,12 +20,12 @@ struct BackendLink {
   std::unique_ptr<MessageStream> stream;
   std::chrono::steady_clock::time_point last_used;
   bool compression_offered = false;
-  std::optional<wire::Compressor> compressor;
+  std::optional<wire::Compressor> compressor{};
   // Pooled mode: unique in its pool (a cursor's pin names it), and the
   // login key its connection authenticated with (wire::LoginIdentity; ""
   // for none).
   uint64_t serial = 0;
-  std::string identity;
+  std::string identity{};
 };
 
 }  // namespace remold

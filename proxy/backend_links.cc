@@ -193,7 +193,7 @@ awaitable<bool> BackendLinks::Connect(const Member& member) {
   current_ = stream.get();
   current_address_ = address;
   current_kind_ = kind;
-  links_.push_back(Link{address, std::move(stream), std::chrono::steady_clock::now()});
+  links_.push_back(Link{.address = address, .stream = std::move(stream), .last_used = std::chrono::steady_clock::now()});
   co_return true;
 }
 
@@ -215,7 +215,7 @@ awaitable<bool> BackendLinks::ConnectDirect() {
   current_ = stream.get();
   current_address_.clear();
   current_kind_ = MemberKind::kUnknown;
-  links_.push_back(Link{"", std::move(stream), std::chrono::steady_clock::now()});
+  links_.push_back(Link{.address = "", .stream = std::move(stream), .last_used = std::chrono::steady_clock::now()});
   co_return true;
 }
 
@@ -537,8 +537,7 @@ void BackendLinks::NotePooledReply(const RequestRoute& route, std::span<const ui
   }
 }
 
-void BackendLinks::FinishRequest() {
-  if (!held_) return;
+void BackendLinks::GiveBack() {
   if (pin_) return;
   current_ = nullptr;
   current_address_.clear();

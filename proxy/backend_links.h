@@ -131,8 +131,11 @@ class BackendLinks {
   // Pooled mode: a reply stream (moreToCome) holds current() until it ends.
   void NoteExhaust();
   // Pooled mode, after each request the client was answered: current() goes
-  // back to the pool unless a pin keeps it. No-op otherwise.
-  void FinishRequest();
+  // back to the pool unless a pin keeps it. No-op otherwise (inline: every
+  // request of the pass-through path calls it).
+  void FinishRequest() {
+    if (held_) GiveBack();
+  }
 
   // Compression on current() (proxy/wire/backend_compression.h): whether it has
   // not had the session's offer yet; what it compresses with (nullopt:
@@ -182,6 +185,8 @@ class BackendLinks {
   void Hold(std::unique_ptr<BackendLink> link, MemberKind kind);
   // Gives current() back to the pool unless a pin keeps it.
   void LetGoUnpinned();
+  // FinishRequest's work: parks a transaction's connection, or returns it.
+  void GiveBack();
   // Records (or forgets) that a cursor's requests go to the connection
   // `serial`, and tells the pool, which then keeps it open.
   void PinCursor(int64_t cursor, uint64_t serial);

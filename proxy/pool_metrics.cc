@@ -6,8 +6,11 @@
 
 namespace remold {
 
-void AddPoolMetrics(std::vector<std::shared_ptr<BackendPool>> pools) {
-  GlobalMetrics().AddCollector([pools = std::move(pools)](prometheus::TextWriter& out) {
+void AddPoolMetrics(std::vector<std::weak_ptr<BackendPool>> weak_pools) {
+  GlobalMetrics().AddCollector([weak_pools = std::move(weak_pools)](prometheus::TextWriter& out) {
+    std::vector<std::shared_ptr<BackendPool>> pools;
+    for (const auto& weak : weak_pools)
+      if (std::shared_ptr<BackendPool> pool = weak.lock()) pools.push_back(std::move(pool));
     auto sum = [&pools](auto read) {
       uint64_t total = 0;
       for (const auto& pool : pools) total += static_cast<uint64_t>(read(pool->gauges()));

@@ -15,7 +15,8 @@
 
 namespace remold {
 
-// Registers the collector with GlobalMetrics(); it keeps the pools alive.
-void AddPoolMetrics(std::vector<std::shared_ptr<BackendPool>> pools);
+// Registers the collector with GlobalMetrics(). It does not keep the pools
+// alive: a pool gone (its server stopped) counts no more.
+void AddPoolMetrics(std::vector<std::weak_ptr<BackendPool>> pools);
 
 }  // namespace remold

@@ -84,13 +84,14 @@ class Server::Worker {
   }
 
   ConnectionLimiter& connections_;
-  // Shared with this worker's sessions: the last one of them (or the
-  // worker) closes its connections.
-  std::shared_ptr<BackendPool> pool_;
   // Every socket of this context is used on its thread only (accepted
   // sockets come with registration, which stays locked): the reactor's
   // per-socket locks are off, two lock pairs fewer per read.
   asio::io_context context_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  // Shared with this worker's sessions; declared after the context, so its
+  // sockets go before the context does (or with the last session, as the
+  // context destroys them).
+  std::shared_ptr<BackendPool> pool_;
   SteadyTimer sweep_{context_};
   asio::executor_work_guard<asio::io_context::executor_type> guard_;
   std::thread thread_;
@@ -111,7 +112,7 @@ Server::Server(ServerOptions options)
     pool.max_per_member = (pool.max_per_member + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
   for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(connections_, pool));
   if (pool.max_per_member > 0) {
-    std::vector<std::shared_ptr<BackendPool>> pools;
+    std::vector<std::weak_ptr<BackendPool>> pools;
     for (const auto& worker : workers_) pools.push_back(worker->pool());
     AddPoolMetrics(std::move(pools));
   }
