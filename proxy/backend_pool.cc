@@ -38,7 +38,7 @@ BackendPool::~BackendPool() {
 void BackendPool::Park(const std::string& transaction, std::unique_ptr<BackendLink> link) {
   Unpark(transaction);  // an older connection of the same lsid
   link->last_used = Clock::now();
-  parked_serials_[link->serial] = true;
+  parked_serials_.insert(link->serial);
   parked_[transaction] = Parked{std::move(link), Clock::now()};
 }
 

@@ -6,19 +6,21 @@
 // idle. Each connection carries the identity it authenticated with (a
 // client's own login conversation ran on it; "" for none): a session takes
 // only connections of its own identity, so a client never runs a request
-// as another client's user. An identity's connections are made only by
-// its clients' logins; an unauthenticated connection is opened when there
-// is room, or when an idle connection of another identity can be closed to
-// make room: the identity with the most connections gives one up, and an
-// identity's last connection only once it has been idle for 5 seconds.
+// as another client's user; a hello takes any (kAnyone). An identity's
+// connections are made only by its clients' logins; an unauthenticated
+// connection is opened when there is room, or when an idle connection can
+// be closed to make room: the identity with the most connections gives
+// one up (one no cursor goes back to first), and an identity's last
+// connection only once it has been idle for 5 seconds.
 //
 // A request that finds no connection waits at most `wait_timeout`, first
 // come first served: while anyone waits, nobody opens a connection past
 // them, and a connection given back goes straight to the first waiter it
 // can serve (its own identity's, or a login's when it may be closed to make
 // room). So a connection stays idle only when no waiter can use it, and
-// anyone it serves may take it. A connection idle for a second or more is checked before
-// reuse, and one the backend closed is dropped.
+// anyone it serves may take it. A connection idle for a second or more is
+// checked before reuse, and one the backend closed is dropped. A
+// transaction's connection is parked between its statements (Park).
 //
 // Single-threaded: one pool per worker thread, used on that thread only
 // (the worker's sockets belong to its io_context). The gauges are atomics
@@ -35,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "proxy/asio.h"
@@ -84,8 +87,9 @@ class BackendPool {
   void CountPin(PinReason reason) { gauges_.pins[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed); }
 
   // An idle connection to `address` of `identity` (the one `serial` names,
-  // when given) without waiting; kOpen when `may_open` and there is room
-  // for a new one (identity "" only); else kTimeout (nothing now).
+  // when given) without waiting; kOpen when `may_open`, nobody waits and
+  // there is room for a new one (identity "" or kAnyone only); else
+  // kTimeout (nothing now).
   Grant TryTake(const std::string& address, const std::string& identity, std::optional<uint64_t> serial,
                 bool may_open);
   // The same, waiting up to wait_timeout.
@@ -123,7 +127,7 @@ class BackendPool {
     std::string identity;
     std::optional<uint64_t> serial;
     SteadyTimer* timer;
-    std::optional<Grant> grant;  // handed over by Return or Close
+    std::optional<Grant> grant;  // handed over by Return or a close
   };
   struct Member {
     size_t open = 0;  // with those opening
@@ -152,6 +156,8 @@ class BackendPool {
   // whose identity or connection is gone are told so.
   void AfterClose(Member& member);
   static void Wake(Waiter* waiter, Grant grant);
+  // Returns the connections parked longer than kParkedFor.
+  void ReleaseStaleParked();
 
   const PoolOptions options_;
   PoolGauges gauges_;
@@ -162,9 +168,7 @@ class BackendPool {
     std::chrono::steady_clock::time_point since;
   };
   std::map<std::string, Parked> parked_;  // by transaction (lsid)
-  std::unordered_map<uint64_t, bool> parked_serials_;
-  // Returns the connections parked longer than kParkedFor.
-  void ReleaseStaleParked();
+  std::unordered_set<uint64_t> parked_serials_;
   uint64_t next_serial_ = 1;
 };
 
