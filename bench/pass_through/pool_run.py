@@ -33,6 +33,7 @@ import os
 import random
 import resource
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -228,6 +229,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--settle", type=float, default=10, help="seconds to connect and log in first")
     parser.add_argument("--rounds", type=int, default=2, help="ABBA rounds")
+    parser.add_argument("--logs", help="a directory for the two remolds' logs (default: not kept)")
     args = parser.parse_args()
 
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -249,9 +251,15 @@ def main() -> int:
         credentials = (urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or ""),
                        query.get("authSource", "admin"))
     limit = str(2 * max(int(c) for c in args.clients.split(",")) + 100)
+    logs = {}
+    if args.logs:
+        Path(args.logs).mkdir(parents=True, exist_ok=True)
+        logs = {name: open(Path(args.logs, f"remold-{name}.log"), "w") for name in ("pooled", "per-client")}
     pooled, pooled_port = start_remold(args.build, backend, "--backend-pool-size", str(args.pool_size),
-                                       "--max-connections", limit)
-    plain, plain_port = start_remold(args.build, backend, "--max-connections", limit)
+                                       "--max-connections", limit,
+                                       stderr=logs.get("pooled", subprocess.DEVNULL))
+    plain, plain_port = start_remold(args.build, backend, "--max-connections", limit,
+                                     stderr=logs.get("per-client", subprocess.DEVNULL))
     sides = {"pooled": (pooled, pooled_port), "per client": (plain, plain_port)}
     run_id = os.urandom(3).hex()  # each run its own databases, dropped at the end
     databases: list[str] = []
