@@ -422,9 +422,9 @@ bool BackendLinks::UseOpenPooled(const std::optional<RequestRoute>& route) {
     if (!member) return false;
   }
   const std::string& address = member ? member->address : kDirectAddress;
-  BackendPool::Grant grant = shared_.pool->TryTake(address, IdentityFor(route), SerialFor(route), false);
-  if (grant.outcome != BackendPool::Outcome::kTaken) return false;
-  Hold(std::move(grant.link), member ? member->kind : MemberKind::kUnknown);
+  std::unique_ptr<BackendLink> link = shared_.pool->TryTake(address, IdentityFor(route), SerialFor(route));
+  if (!link) return false;
+  Hold(std::move(link), member ? member->kind : MemberKind::kUnknown);
   return true;
 }
 

@@ -101,11 +101,11 @@ void BackendPool::Reserve(Member& member) {
   Add(gauges_.in_use, 1);
 }
 
-BackendPool::Grant BackendPool::TryTake(const std::string& address, const std::string& identity,
-                                        std::optional<uint64_t> serial, bool may_open) {
-  Member& member = members_[address];
-  // An idle connection is one no waiter could use; room is theirs first.
-  return TryTakeFrom(member, identity, serial, may_open && member.waiters.empty());
+std::unique_ptr<BackendLink> BackendPool::TryTake(const std::string& address, const std::string& identity,
+                                                  std::optional<uint64_t> serial) {
+  // An idle connection is one no waiter could use: taking it passes nobody.
+  Grant grant = TryTakeFrom(members_[address], identity, serial, false);
+  return grant.outcome == Outcome::kTaken ? std::move(grant.link) : nullptr;
 }
 
 awaitable<BackendPool::Grant> BackendPool::Take(const std::string& address, const std::string& identity,

@@ -87,12 +87,13 @@ class BackendPool {
   void CountPin(PinReason reason) { gauges_.pins[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed); }
 
   // An idle connection to `address` of `identity` (the one `serial` names,
-  // when given) without waiting; kOpen when `may_open`, nobody waits and
-  // there is room for a new one (identity "" or kAnyone only); else
-  // kTimeout (nothing now).
-  Grant TryTake(const std::string& address, const std::string& identity, std::optional<uint64_t> serial,
-                bool may_open);
-  // The same, waiting up to wait_timeout.
+  // when given), or null: no waiting, no opening (the request path's
+  // common case, without a coroutine).
+  std::unique_ptr<BackendLink> TryTake(const std::string& address, const std::string& identity,
+                                       std::optional<uint64_t> serial);
+  // The same, or else kOpen when nobody waits and there is room for a new
+  // connection (identity "" or kAnyone only), else waiting up to
+  // wait_timeout.
   awaitable<Grant> Take(const std::string& address, const std::string& identity, std::optional<uint64_t> serial);
 
   // After kOpen: the connection opened (it is the caller's, leased, with
@@ -119,10 +120,10 @@ class BackendPool {
   void Return(std::unique_ptr<BackendLink> link);
   // A leased connection closed and forgotten.
   void Discard(std::unique_ptr<BackendLink> link);
-  // Closes every idle connection (the worker is stopping).
-  void CloseIdle();
 
  private:
+  // Closes every idle connection (the pool is going).
+  void CloseIdle();
   struct Waiter {
     std::string identity;
     std::optional<uint64_t> serial;
